@@ -1,0 +1,88 @@
+#pragma once
+// RunConfig: a manifest after parsing and validation. Every field has been checked on its own
+// and against the others (DESIGN.md §1 rules) by load_manifest(); the rest of the core trusts it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.hpp>
+
+namespace ptdp {
+
+struct RunConfig {
+  std::string source;  // manifest path, for messages
+
+  struct Run {
+    std::string name = "ptdp";
+    int64_t steps = 10;
+    uint64_t seed = 1234;
+    int log_every = 1;
+  } run;
+
+  struct Model {
+    int layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;
+    int padded_vocab = 0;  // vocab rounded up to a multiple of parallel.tensor
+    int ffn_hidden = 0;    // 4 * hidden unless set
+    float dropout = 0.0f;
+    float layernorm_eps = 1e-5f;
+  } model;
+
+  struct Parallel {
+    int tensor = 1, pipeline = 1, data = 1, virtual_stages = 1;
+    int micro_batch = 1, global_batch = 1;
+    bool scatter_gather = false;
+    std::string recompute = "none";  // "none" | "full"
+    int recompute_every = 1;         // with "full": checkpoint every c layers
+    int world_size() const { return tensor * pipeline * data; }
+    int microbatches() const { return global_batch / (micro_batch * data); }  // m
+  } parallel;
+
+  struct Optimizer {
+    std::string type = "adamw";  // "adam" | "adamw"
+    double lr = 3e-4, min_lr = 3e-5;
+    double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1, grad_clip = 1.0;
+    int64_t warmup_steps = 0;
+    int64_t decay_steps = 0;          // 0: run.steps
+    std::string decay = "cosine";     // "cosine" | "linear" | "constant"
+  } optimizer;
+
+  struct Precision {
+    std::string params = "fp32";      // working dtype of weights and activations: fp32 | bf16
+  } precision;
+
+  struct Data {
+    std::string path;                 // token file (ptdp format or llm.c shard), or text
+    std::string format = "auto";      // "auto" | "ptdp" | "llmc"
+    double val_fraction = 0.05;       // tail of the file held out for validation
+    int val_every = 0;                // 0: never
+    int val_batches = 4;
+  } data;
+
+  struct Checkpoint {
+    std::string dir;                  // empty: no checkpoints
+    int every = 0;
+    bool resume = true;               // continue from the newest committed step in dir
+  } checkpoint;
+
+  struct Plugins {
+    std::string comm = "comm-ucx";
+    std::string kernels = "kernels-ref";
+    std::string scheduler = "sched-1f1b";
+    std::string checkpoint = "ckpt-fs";
+    std::vector<std::string> search_path;  // resolved against the manifest's folder
+    // [plugins.options.<slot>] tables, by slot name (comm, kernels, scheduler, checkpoint);
+    // validated against the plugin's schema when it is loaded.
+    std::map<std::string, toml::table> options;
+  } plugins;
+
+  struct Launch {
+    int nproc_per_node = 1;
+    std::string master_addr = "127.0.0.1";
+    int master_port = 0;              // 0: pick a free port
+    double timeout_s = 60.0;          // any blocking wait (rendezvous, collective) fails after this
+  } launch;
+};
+
+}  // namespace ptdp

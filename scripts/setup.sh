@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
+# the Debian packages ptdp builds against, the cudnn-frontend headers for the flash-attention
+# path (when pip is available), then configure and build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config git
+  libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
+  libgtest-dev libucx-dev ucx-utils libopenblas-dev python3-torch python3-numpy)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# cudnn-frontend is header-only C++; PyPI ships its headers in the nvidia-cudnn-frontend wheel.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  if [ ! -f .deps/cudnn_frontend/include/cudnn_frontend.h ]; then
+    if python3 -m pip download --quiet --no-deps --only-binary=:all: nvidia-cudnn-frontend -d .deps/wheels >/dev/null 2>&1; then
+      mkdir -p .deps/cudnn_frontend
+      python3 - <<'PY'
+import glob, zipfile, os
+whl = sorted(glob.glob(".deps/wheels/nvidia_cudnn_frontend-*.whl"))[-1]
+with zipfile.ZipFile(whl) as z:
+    for n in z.namelist():
+        if "/include/" in n and n.endswith((".h", ".hpp")):
+            rel = n.split("/include/", 1)[1]
+            dst = os.path.join(".deps/cudnn_frontend/include", rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            open(dst, "wb").write(z.read(n))
+PY
+    else
+      echo "setup: nvidia-cudnn-frontend not available from pip; the flash-attention path will be skipped"
+    fi
+  fi
+fi
+
+cmake --preset default >/dev/null
+cmake --build --preset default

@@ -1,0 +1,42 @@
+#pragma once
+// CheckpointStore: named tensor shards with their place in the global tensor, committed per step
+// atomically. A step is listed only after every rank's shards and the step's metadata are on
+// disk; an interrupted write leaves earlier steps untouched.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptdp/tensor.hpp"
+
+namespace ptdp {
+
+struct ShardInfo {
+  std::string name;                   // global tensor name, e.g. "layers.3.mlp.fc1.weight"
+  DType dtype = DType::F32;
+  std::vector<int64_t> global_shape;
+  std::vector<int64_t> offset;        // where this shard starts in the global tensor
+  std::vector<int64_t> shape;         // this shard's extent
+};
+
+class CheckpointStore {
+ public:
+  virtual ~CheckpointStore() = default;
+  // Directory (or URI) that holds the steps. Created if absent.
+  virtual void open(const std::string& root) = 0;
+  // Each rank writes its shards of `step`, then finish_rank(); nothing is visible yet.
+  virtual void write_shard(int64_t step, int rank, const ShardInfo& info, const void* host_data) = 0;
+  virtual void finish_rank(int64_t step, int rank) = 0;
+  // Called once (by rank 0, after all ranks finished): makes the step visible atomically.
+  // Throws if any of the world's ranks did not finish the step.
+  virtual void commit(int64_t step, int world_size, const std::string& metadata_json) = 0;
+  // Committed steps, ascending.
+  virtual std::vector<int64_t> list_steps() = 0;
+  virtual std::string metadata(int64_t step) = 0;
+  virtual std::vector<ShardInfo> shards(int64_t step) = 0;
+  // Reads the region `want` (name, offset, shape) of a committed step's global tensor into
+  // host memory, from whichever shards cover it, so a step saved under one layout loads under
+  // another. Throws ptdp::Error naming the file and the reason on any corruption or mismatch.
+  virtual void read(int64_t step, const ShardInfo& want, void* host_data) = 0;
+};
+
+}  // namespace ptdp

@@ -1,0 +1,70 @@
+#pragma once
+// Communicator: collectives and point-to-point transfers among the ranks of one group.
+//
+// Semantics every implementation keeps (the conformance suite checks them):
+// - Collectives are called by every rank of the group in the same order.
+// - On host memory a call returns when its buffers may be reused. On CUDA memory the call is
+//   enqueued on the stream given to bind_stream() and completes in stream order.
+// - send/recv between group_start() and group_end() are posted together, so a rank may send to
+//   and receive from its neighbours in one group without deadlock. Outside a group each call is
+//   its own group. Messages between one pair of ranks with the same tag arrive in order.
+// - A failure (peer gone, timeout, abort) throws ptdp::Error naming the rank, the peer or group,
+//   and the operation; it never hangs past the configured timeout.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ptdp/rendezvous.hpp"
+#include "ptdp/tensor.hpp"
+
+namespace ptdp {
+
+enum class ReduceOp : uint32_t { Sum, Max, Min };
+
+struct CommInit {
+  int rank = 0;                 // this process in the world group
+  int size = 1;                 // world size
+  Rendezvous* store = nullptr;  // shared by every rank; outlives init()
+  std::string key_prefix;       // namespace for this communicator's keys in the store
+  double timeout_s = 60.0;      // how long any blocking wait may last before it fails
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  // Collective over the whole world: connects to every rank through the rendezvous.
+  virtual void init(const CommInit& init) = 0;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Human-readable name of this group for error messages ("world", "tp[pp=0,dp=1]", ...).
+  virtual std::string name() const = 0;
+  // Bit set of memory_bit(MemoryKind) this communicator can move.
+  virtual uint32_t memory_kinds() const = 0;
+
+  // Collective over this communicator: ranks passing the same color form a new group, ordered
+  // by key (ties by current rank). The result is named `name` in messages.
+  virtual std::shared_ptr<Communicator> split(int color, int key, const std::string& name) = 0;
+
+  // For CUDA communicators: the stream (cudaStream_t) to enqueue on. Host ones ignore it.
+  virtual void bind_stream(void* stream) = 0;
+
+  virtual void all_reduce(Tensor buffer, ReduceOp op) = 0;                  // in place
+  virtual void reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) = 0;  // in = size*out
+  virtual void all_gather(const Tensor& input, Tensor output) = 0;         // out = size*in, rank order
+  virtual void broadcast(Tensor buffer, int root) = 0;
+
+  virtual void group_start() = 0;
+  virtual void group_end() = 0;
+  virtual void send(const Tensor& buffer, int peer, int tag) = 0;
+  virtual void recv(Tensor buffer, int peer, int tag) = 0;
+
+  virtual void barrier() = 0;
+  // Tears the communicator down so that every pending and later call fails promptly; used when
+  // another part of the job failed. Safe to call from another thread.
+  virtual void abort(const std::string& reason) = 0;
+};
+
+}  // namespace ptdp

@@ -1,0 +1,156 @@
+#pragma once
+// LayerKernels: a compute backend bound to one device that makes the layers of a GPT-2 model,
+// tensor-parallel over the group it is given.
+//
+// The model (DESIGN.md §4): token + learned position embedding, pre-LayerNorm blocks (causal
+// multi-head attention, MLP of ffn_hidden with GeLU-tanh), final LayerNorm, logits from the tied
+// word embedding, cross entropy. Activations are [s, b, h], row-major (h fastest).
+// Tensor parallelism follows Megatron: QKV and FC1 column-parallel (heads split over the group),
+// attention output and FC2 row-parallel, two all-reduces forward and two backward per block;
+// vocab-parallel embedding (rows split by vocab, ids outside the shard masked, all-reduce) and
+// vocab-parallel cross entropy (max, sum-exp and target logit combined across the group).
+// Dropout (probability ModelSpec::dropout) is applied to the embedding output and inside the two
+// bias+dropout+residual-add of every block, with masks from counter_rng.hpp keyed by
+// (seed, step, site, global sample, position, feature): the same under every layout.
+//
+// Lifetime of saved activations: forward(save=true) keeps what backward needs under the
+// microbatch's slot (copying inputs if needed: callers may reuse `in` and `out` at once);
+// backward consumes and frees it; release() frees it without a backward. forward(save=false)
+// keeps nothing (the core recomputes such layers before their backward).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ptdp/communicator.hpp"
+#include "ptdp/tensor.hpp"
+
+namespace ptdp {
+
+struct ModelSpec {
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int seq_len = 0;
+  int vocab = 0;
+  int padded_vocab = 0;  // vocab rounded up to a multiple of the TP size; padded ids never win
+                         // a softmax (their logits are excluded) and never get a gradient
+  int ffn_hidden = 0;    // 4 * hidden for GPT-2
+  int micro_batch = 0;   // b
+  float dropout = 0.0f;
+  float layernorm_eps = 1e-5f;
+  uint64_t seed = 0;     // dropout key
+};
+
+// One learnable tensor as this rank holds it. Names are global and layout-independent
+// ("embedding.word", "layers.3.attn.qkv.weight", ...): the core initializes, synchronizes,
+// clips and checkpoints by name and by the part of the global tensor this rank holds.
+struct ParamRef {
+  std::string name;
+  std::vector<int64_t> global_shape;
+  int shard_dim = -1;          // dimension split across the TP group, or -1 when every TP rank
+                               // holds the whole tensor
+  int64_t shard_offset = 0;    // start of this rank's part along shard_dim
+  Tensor master;               // fp32 master weights, this rank's part
+  Tensor grad;                 // fp32 gradient accumulator, same shape
+  Tensor exp_avg;              // Adam first moment, fp32
+  Tensor exp_avg_sq;           // Adam second moment, fp32
+  bool weight_decay = true;    // false for biases and LayerNorm parameters
+};
+
+// Identifies one microbatch in flight.
+struct MicroBatch {
+  int slot = 0;               // index within this pipeline's step (0 .. m-1): keys saved state
+  int64_t step = 0;           // optimizer step, part of the dropout key
+  int64_t first_sample = 0;   // global index (in the step's global batch) of its first sequence
+};
+
+class EmbeddingLayer {
+ public:
+  virtual ~EmbeddingLayer() = default;
+  // "embedding.word" [padded_vocab, h] split on dim 0; "embedding.position" [s, h] whole.
+  virtual std::vector<ParamRef> parameters() = 0;
+  // tokens: I32 [s, b] in host memory. out: [s, b, h] activation on this backend's device.
+  virtual void forward(const MicroBatch& mb, const Tensor& tokens, Tensor out, bool save) = 0;
+  // Accumulates into the gradients.
+  virtual void backward(const MicroBatch& mb, const Tensor& dout) = 0;
+  virtual void release(int slot) = 0;
+};
+
+class TransformerBlock {
+ public:
+  virtual ~TransformerBlock() = default;
+  // "layers.<i>.ln1.{weight,bias}", "layers.<i>.attn.qkv.{weight,bias}" (column-parallel),
+  // "layers.<i>.attn.proj.{weight,bias}" (row-parallel weight), "layers.<i>.ln2.{weight,bias}",
+  // "layers.<i>.mlp.fc1.{weight,bias}", "layers.<i>.mlp.fc2.{weight,bias}". Weights are
+  // [out, in] as in torch.nn.Linear; the QKV rows are ordered [q | k | v], each by head.
+  virtual std::vector<ParamRef> parameters() = 0;
+  virtual void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) = 0;
+  virtual void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) = 0;
+  virtual void release(int slot) = 0;
+};
+
+class HeadLayer {
+ public:
+  virtual ~HeadLayer() = default;
+  // "head.ln.{weight,bias}", plus its own copy of "embedding.word" when not tied to a local
+  // embedding layer (the core keeps the copies equal through the embedding group).
+  virtual std::vector<ParamRef> parameters() = 0;
+  // targets: I32 [s, b] in host memory. loss: F32 [1] on the device, receives the mean cross
+  // entropy over the microbatch's s*b tokens.
+  virtual void forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss,
+                       bool save) = 0;
+  // Backward of loss_scale * loss (the core passes 1/(m*d) so gradients are those of the
+  // global-batch mean).
+  virtual void backward(const MicroBatch& mb, float loss_scale, Tensor din) = 0;
+  virtual void release(int slot) = 0;
+};
+
+struct KernelsBinding {
+  ModelSpec model;
+  int tp_rank = 0;
+  int tp_size = 1;
+  Communicator* tp = nullptr;  // the tensor-parallel group (size tp_size); may be null if 1
+  int device_index = 0;        // local device for accelerator backends
+};
+
+struct AdamStep {
+  int64_t step = 1;          // 1-based, for bias correction
+  float lr = 0.0f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f; // decoupled (AdamW), only where ParamRef::weight_decay
+  float grad_scale = 1.0f;   // gradients are multiplied by this first (clipping)
+};
+
+class LayerKernels {
+ public:
+  virtual ~LayerKernels() = default;
+
+  virtual void bind(const KernelsBinding& binding) = 0;
+  virtual Device device() const = 0;
+  virtual DType activation_dtype() const = 0;  // dtype of [s, b, h] activations between layers
+
+  virtual std::shared_ptr<EmbeddingLayer> make_embedding() = 0;
+  virtual std::shared_ptr<TransformerBlock> make_block(int layer_index) = 0;
+  // tied: an embedding layer on this rank whose word matrix the head shares, or nullptr to own
+  // a copy.
+  virtual std::shared_ptr<HeadLayer> make_head(EmbeddingLayer* tied) = 0;
+
+  // Zero-filled device memory.
+  virtual OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) = 0;
+  virtual void copy_from_host(Tensor dst, const void* src) = 0;
+  virtual void copy_to_host(void* dst, const Tensor& src) = 0;
+  virtual void copy(Tensor dst, const Tensor& src) = 0;
+  virtual void fill_zero(Tensor t) = 0;
+  // Sum of squares of F32 tensors, accumulated in double where the backend can.
+  virtual double sum_squares(const std::vector<Tensor>& tensors) = 0;
+  virtual void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) = 0;
+  // The core wrote master weights (initialization, checkpoint load): refresh working copies.
+  virtual void params_updated() = 0;
+  virtual void synchronize() = 0;
+  virtual void* stream() = 0;  // cudaStream_t for CUDA backends, nullptr on the host
+};
+
+}  // namespace ptdp
