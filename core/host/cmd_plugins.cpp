@@ -88,6 +88,7 @@ void print_text(const std::vector<std::string>& search_path, const std::vector<D
       std::cout << line << "\n";
     }
   }
+  if (refused == found.size()) std::cout << "  (none)\n";
   if (refused == 0) return;
   std::cout << "refused:\n";
   for (const DiscoveredPlugin& p : found)

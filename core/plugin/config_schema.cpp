@@ -62,9 +62,9 @@ std::string value_problem(const ConfigKeySpec& spec, const toml::node& value) {
                        : spec.type == ConfigType::Int    ? value.is_integer()
                        : spec.type == ConfigType::Float  ? value.is_number()
                                                          : value.is_string();
-  if (!type_ok)
-    return fmt::format("expected {}, got {} {}", config_type_name(spec.type), node_type_name(value),
-                       as_toml(value));
+  if (!type_ok)  // tables and arrays are not shown: they may span lines
+    return fmt::format("expected {}, got {}{}", config_type_name(spec.type), node_type_name(value),
+                       value.is_value() ? " " + as_toml(value) : "");
   if (spec.type == ConfigType::Int || spec.type == ConfigType::Float) {
     const double x = as_double(value);
     if (!(x >= spec.min && x <= spec.max))

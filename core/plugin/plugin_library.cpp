@@ -64,7 +64,7 @@ std::string descriptor_problem(const PluginDescriptor* d) {
     return "ABI mismatch: descriptor is " + std::to_string(d->struct_size) +
            " bytes, host (ABI " + host_abi + ") needs at least " +
            std::to_string(sizeof(PluginDescriptor));
-  if (std::string(plugin_kind_name(d->kind)) == "unknown")
+  if (d->kind < PluginKind::Communicator || d->kind > PluginKind::CheckpointStore)
     return "unknown plugin kind " + std::to_string(static_cast<uint32_t>(d->kind));
   const std::string toolchain = d->toolchain ? d->toolchain : "";
   if (toolchain != PTDP_TOOLCHAIN)

@@ -79,7 +79,9 @@ TEST(PluginFactory, RefusesWrongType) {
   EXPECT_EQ(config_refusal("label = 'x'\nverbose = 1"),
             "plugin 'sched-probe': config key 'verbose': expected bool, got int 1");
   EXPECT_EQ(config_refusal("label = 'x'\nratio = [0.5]"),
-            "plugin 'sched-probe': config key 'ratio': expected float, got array [ 0.5 ]");
+            "plugin 'sched-probe': config key 'ratio': expected float, got array");
+  EXPECT_EQ(config_refusal("label = 'x'\n[mode]\nfast = true"),
+            "plugin 'sched-probe': config key 'mode': expected string, got table");
 }
 
 TEST(PluginFactory, RefusesOutOfRange) {
