@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "adam.hpp"
@@ -15,6 +16,18 @@
 
 namespace ptdp::kref {
 
+namespace {
+
+// OpenBLAS's thread count is one setting of the whole process, and ranks sharing a process
+// (threads, in tests) construct their backends concurrently.
+void set_blas_threads(int threads) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+}
+
+}  // namespace
+
 RefKernelsOptions RefKernelsOptions::from_config(const ConfigView& config) {
   RefKernelsOptions options;
   options.threads = static_cast<int>(config.get_int("threads"));
@@ -24,7 +37,7 @@ RefKernelsOptions RefKernelsOptions::from_config(const ConfigView& config) {
 RefKernels::RefKernels(const RefKernelsOptions& options) {
   if (options.threads < 1)
     throw Error("kernels-ref: threads must be at least 1 (got " + std::to_string(options.threads) + ")");
-  openblas_set_num_threads(options.threads);
+  set_blas_threads(options.threads);
 }
 
 void RefKernels::bind(const KernelsBinding& binding) {

@@ -95,9 +95,11 @@ class TorchOracle : public ::testing::TestWithParam<int> {
 
     TempDir dir("ptdp-torch-oracle");
     in.write(dir.path() / "in");
-    const std::string command = std::string(kPython) + " " + PTDP_TEST_DATA_DIR "/torch_gpt2_reference.py " +
-                                (dir.path() / "in").string() + " " + (dir.path() / "out").string() + " > " +
-                                (dir.path() / "log").string() + " 2>&1";
+    auto quoted = [](const std::filesystem::path& p) { return std::string(1, '\'').append(p.string()).append(1, '\''); };
+    const std::string command = std::string(kPython) + " " +
+                                quoted(PTDP_TEST_DATA_DIR "/torch_gpt2_reference.py") + " " +
+                                quoted(dir.path() / "in") + " " + quoted(dir.path() / "out") + " > " +
+                                quoted(dir.path() / "log") + " 2>&1";
     if (std::system(command.c_str()) != 0)
       FAIL() << "the PyTorch reference failed:\n" << read_text(dir.path() / "log");
     ref.torch = read_tensor_folder(dir.path() / "out");
