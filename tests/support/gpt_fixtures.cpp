@@ -18,10 +18,15 @@ TensorMap make_initial_weights(const std::vector<ParamRef>& params, uint64_t see
   TensorMap out;
   for (const ParamRef& p : params) {
     const bool layer_norm = p.name.find(".ln") != std::string::npos;
-    float mean = 0.0f, stddev = 0.08f;
-    if (layer_norm) stddev = 0.2f, mean = ends_with(p.name, ".weight") ? 1.0f : 0.0f;
-    else if (ends_with(p.name, ".bias")) stddev = 0.05f;
-    else if (p.name.rfind("embedding.", 0) == 0) stddev = 0.3f;
+    const bool bias = ends_with(p.name, ".bias");
+    const float mean = layer_norm && !bias ? 1.0f : 0.0f;
+    float stddev = 0.08f;
+    if (layer_norm)
+      stddev = 0.2f;
+    else if (bias)
+      stddev = 0.05f;
+    else if (p.name.rfind("embedding.", 0) == 0)
+      stddev = 0.3f;
     HostTensor t{p.global_shape, std::vector<float>(static_cast<size_t>(element_count(p.global_shape)))};
     const uint64_t key = rng::name_key(seed, p.name);
     for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = mean + stddev * rng::normal(key, 0, i);
