@@ -115,7 +115,7 @@ NcclCommunicator::~NcclCommunicator() {
     if (failure_.empty()) failure_ = "destroyed inside an open group";
   }
   if (initialized_ && failure_.empty() && finalize_locked()) return;
-  abort_locked();
+  abort_detached(detach_locked());
 }
 
 std::string NcclCommunicator::prefix() const {
@@ -130,14 +130,16 @@ void NcclCommunicator::refuse(const std::string& what, const std::string& reason
 
 void NcclCommunicator::fail(const std::string& failure) {
   std::string message;
+  ncclComm_t doomed = nullptr;
   {
     std::lock_guard lock(mutex_);
     // A failure recorded first (by the watchdog or abort()) is the cause of this one.
     if (failure_.empty()) failure_ = failure;
     message = prefix() + failure_;
-    abort_locked();
+    doomed = detach_locked();
   }
   settings_.write_log(LogLevel::Error, message);
+  abort_detached(doomed);
   throw Error(message);
 }
 
@@ -167,14 +169,17 @@ void NcclCommunicator::throw_recorded_failure_locked() const {
   throw Error(prefix() + (failure_.empty() ? std::string("the NCCL communicator is gone") : failure_));
 }
 
-void NcclCommunicator::abort_locked() {
-  if (!comm_) return;
+ncclComm_t NcclCommunicator::detach_locked() {
   // Inside a group NCCL's thread-local group state points at comm_: the group's own thread
   // aborts at group_end (or on destruction), a few calls from now.
-  if (group_depth_ > 0) return;
+  if (!comm_ || group_depth_ > 0) return nullptr;
   if (watchdog_) watchdog_->forget_all();
-  const std::string problem = NCCL_REPORT(ncclCommAbort(comm_));
-  comm_ = nullptr;
+  return std::exchange(comm_, nullptr);
+}
+
+void NcclCommunicator::abort_detached(ncclComm_t comm) const {
+  if (!comm) return;
+  const std::string problem = NCCL_REPORT(ncclCommAbort(comm));
   if (!problem.empty()) settings_.write_log(LogLevel::Warn, prefix() + "abort: " + problem);
 }
 
@@ -216,7 +221,7 @@ cudaStream_t NcclCommunicator::stream() const {
 // ---- creation ---------------------------------------------------------------------------
 
 void NcclCommunicator::init(const CommInit& init) {
-  const std::string what = "init (" + std::to_string(init.size) + " ranks)";
+  const std::string what = "init (world of " + std::to_string(init.size) + ")";
   {
     std::lock_guard lock(mutex_);
     if (!failure_.empty()) refuse(what, "refused: the communicator is down (" + failure_ + ")");
@@ -352,15 +357,15 @@ std::string NcclCommunicator::health_locked() const {
 }
 
 void NcclCommunicator::on_watchdog_failure(const std::string& failure) {
-  std::string message;
+  ncclComm_t doomed = nullptr;
   {
     std::lock_guard lock(mutex_);
     if (!failure_.empty()) return;
     failure_ = failure;
-    message = prefix() + failure + "; the watchdog aborted the communicator";
-    abort_locked();
+    doomed = detach_locked();
   }
-  settings_.write_log(LogLevel::Error, message);
+  settings_.write_log(LogLevel::Error, prefix() + failure + "; the watchdog aborts the communicator");
+  abort_detached(doomed);
 }
 
 void NcclCommunicator::bind_stream(void* stream) {
@@ -615,8 +620,11 @@ void NcclCommunicator::group_end() {
       // the abort that had to wait for it.
       const std::string problem = NCCL_REPORT(ncclGroupEnd());
       if (!problem.empty()) settings_.write_log(LogLevel::Warn, prefix() + problem);
-      abort_locked();
-      refuse(group, "refused: the communicator is down (" + failure_ + ")");
+      const std::string reason = "refused: the communicator is down (" + failure_ + ")";
+      ncclComm_t doomed = detach_locked();
+      lock.unlock();
+      abort_detached(doomed);
+      refuse(group, reason);
     }
     ncclResult_t launched = ncclSuccess;
     try {
@@ -660,9 +668,13 @@ void NcclCommunicator::barrier() {
 }
 
 void NcclCommunicator::abort(const std::string& reason) {
-  std::lock_guard lock(mutex_);
-  if (failure_.empty()) failure_ = "aborted: " + reason;
-  abort_locked();
+  ncclComm_t doomed = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.empty()) failure_ = "aborted: " + reason;
+    doomed = detach_locked();
+  }
+  abort_detached(doomed);
 }
 
 }  // namespace ptdp::comm_nccl

@@ -79,7 +79,12 @@ class NcclCommunicator final : public Communicator {
   void require_usable(const std::string& what) const;
   void ensure_usable_locked(const std::string& what) const;
   [[noreturn]] void throw_recorded_failure_locked() const;
-  void abort_locked();
+  // Takes the NCCL communicator out of service and returns it for abort_detached(); nullptr when
+  // there is none, or while a group is open (its own thread finishes the job at group_end).
+  ncclComm_t detach_locked();
+  // ncclCommAbort waits until the kernels already queued have seen the abort flag; it runs
+  // without the mutex so that other threads get their errors meanwhile instead of waiting.
+  void abort_detached(ncclComm_t comm) const;
   // Destroys the NCCL communicator cleanly; false when that did not work in time.
   bool finalize_locked();
   ncclUniqueId exchange_unique_id(const CommInit& init) const;

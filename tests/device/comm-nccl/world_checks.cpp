@@ -399,13 +399,63 @@ void WorldChecks::failures() {
     expect_error([&] { comm->barrier(); }, {me, "barrier", "aborted: test shutdown"});
   });
 
+  runner_.run("abort from another thread wakes a caller waiting on the GPU", [&] {
+    auto comm = make("abort-while-waiting", kTimeout, {{"synchronous", true}});
+    cudaStream_t blocked = nullptr;
+    TEST_CUDA(cudaStreamCreateWithFlags(&blocked, cudaStreamNonBlocking));
+    HostFlag flag;
+    comm->bind_stream(blocked);
+    DeviceBuffer buffer(DType::F32, 256, s_.device);
+    spin_until_released(flag, blocked);
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      comm->abort("operator stop");
+    });
+    const auto start = std::chrono::steady_clock::now();
+    std::string failure;
+    try {
+      expect_error([&] { comm->all_reduce(buffer.tensor(), ReduceOp::Sum); }, {me, "aborted: operator stop"});
+      expect(seconds_since(start) < 3, "the caller woke after " + std::to_string(seconds_since(start)) + " s");
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    // ncclCommAbort waits for the queued all_reduce, which waits for the spinning kernel.
+    flag.release();
+    stopper.join();
+    drain(blocked, kTimeout);
+    cudaStreamDestroy(blocked);
+    expect(failure.empty(), failure);
+  });
+
+  // On one GPU no NCCL kernel hangs, so work queued inside the group (after its `begin` event,
+  // before its kernels) stands in for a peer that never answers.
+  runner_.run("watchdog: an operation past its timeout is aborted and reported", [&] {
+    auto comm = make("watched", 2.0);  // not synchronous: only the watchdog is looking
+    cudaStream_t blocked = nullptr;
+    TEST_CUDA(cudaStreamCreateWithFlags(&blocked, cudaStreamNonBlocking));
+    HostFlag flag;
+    comm->bind_stream(blocked);
+    DeviceBuffer buffer(DType::F32, 256, s_.device);
+    comm->group_start();
+    spin_until_released(flag, blocked);
+    comm->all_reduce(buffer.tensor(), ReduceOp::Sum);
+    comm->group_end();
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    flag.release();
+    drain(blocked, kTimeout);
+    cudaStreamDestroy(blocked);
+    expect_error([&] { comm->barrier(); },
+                 {me, "barrier", "refused: the communicator is down",
+                  "group [all_reduce (256 x f32, sum)] timed out after 2 s (a peer may have died)"});
+  });
+
   runner_.run("init times out when a rank never arrives", [&] {
     auto lonely = s_.plugin->create(s_.rank, s_.size);
     ptdp::CommInit init = comm_init(s_, "lonely-" + std::to_string(s_.rank), 3.0);
     init.rank = 0;
     init.size = 2;  // rank 1 of this world never starts
     const auto start = std::chrono::steady_clock::now();
-    expect_error([&] { lonely->init(init); }, {"init (2 ranks) timed out after 3 s"});
+    expect_error([&] { lonely->init(init); }, {"init (world of 2) timed out after 3 s"});
     expect(seconds_since(start) < 3 + 5, "took " + std::to_string(seconds_since(start)) + " s");
   });
 
