@@ -95,9 +95,17 @@ NcclCommunicator::NcclCommunicator(const ChildOf& child)
       bound_stream_(child.parent.bound_stream_) {}
 
 NcclCommunicator::~NcclCommunicator() {
-  // First, so that no failure handler runs while the communicator goes away.
-  watchdog_.reset();
+  // First, so that no failure handler runs while the communicator goes away (a handler in
+  // progress, ncclCommAbort included, is waited for).
+  std::unique_ptr<OperationWatchdog> watchdog;
+  {
+    std::lock_guard lock(mutex_);
+    watchdog = std::move(watchdog_);
+  }
+  watchdog.reset();
   std::lock_guard lock(mutex_);
+  // A group made by a split that failed half way (every split job has been joined by now).
+  abort_detached(std::exchange(split_result_, nullptr));
   if (!comm_) return;
   if (group_depth_ > 0) {
     if (group_thread_ != std::this_thread::get_id()) {
@@ -305,11 +313,13 @@ std::shared_ptr<Communicator> NcclCommunicator::split(int color, int key, const 
       config.blocking = 0;
       // Own resources, so that aborting one group leaves its siblings and parent working.
       config.splitShare = 0;
-      // NCCL stores the new handle into child->comm_ from its own thread once the split is done.
-      NCCL_CHECK(ncclCommSplit(comm_, color, key, &child->comm_, &config));
+      split_result_ = nullptr;
+      NCCL_CHECK(ncclCommSplit(comm_, color, key, &split_result_, &config));
     }
     // The split runs as a job of the parent: the parent's state says when it is over.
     settle(what);
+    std::lock_guard lock(mutex_);
+    child->comm_ = __atomic_exchange_n(&split_result_, nullptr, __ATOMIC_ACQ_REL);
   });
   child->complete_split(what);
   return child;
@@ -319,7 +329,6 @@ void NcclCommunicator::complete_split(const std::string& what) {
   guarded(what, [&] {
     {
       std::lock_guard lock(mutex_);
-      comm_ = __atomic_load_n(&comm_, __ATOMIC_ACQUIRE);
       if (!comm_) throw CallFailure("ncclCommSplit finished without making a communicator");
     }
     settle(what);
@@ -339,13 +348,15 @@ void NcclCommunicator::complete_split(const std::string& what) {
 }
 
 void NcclCommunicator::start_watchdog() {
-  watchdog_ = std::make_unique<OperationWatchdog>(
+  auto watchdog = std::make_unique<OperationWatchdog>(
       device_, timeout_s_,
       [this] {
         std::lock_guard lock(mutex_);
         return health_locked();
       },
       [this](const std::string& failure) { on_watchdog_failure(failure); });
+  std::lock_guard lock(mutex_);
+  watchdog_ = std::move(watchdog);
 }
 
 std::string NcclCommunicator::health_locked() const {

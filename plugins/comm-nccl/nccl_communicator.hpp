@@ -128,7 +128,11 @@ class NcclCommunicator final : public Communicator {
   std::thread::id group_thread_;
   std::vector<std::string> group_ops_;
   cudaEvent_t group_begin_ = nullptr;
-  std::unique_ptr<OperationWatchdog> watchdog_;
+  // Where ncclCommSplit stores the new handle, from NCCL's thread. A member, not the new
+  // group's field: if the split is cut short the new group goes away at once, while NCCL may
+  // still write here until the parent's abort has joined the split job.
+  ncclComm_t split_result_ = nullptr;
+  std::unique_ptr<OperationWatchdog> watchdog_;  // set and reset under the mutex
 };
 
 }  // namespace ptdp::comm_nccl
