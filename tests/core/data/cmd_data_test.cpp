@@ -1,6 +1,7 @@
 // ptdp-host data encode / info, run as a user would.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <sys/wait.h>

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "data/token_dataset.hpp"
 #include "data/token_file_writer.hpp"
