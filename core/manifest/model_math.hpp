@@ -27,6 +27,12 @@ inline double flops_per_step(const RunConfig& c) {
   return flops_per_step(c.model, c.parallel.global_batch, c.parallel.recompute == "full");
 }
 
+// Which of the two formulas flops_per_step(c) used, for logs and benchmark records.
+inline const char* flops_formula_name(const RunConfig& c) {
+  return c.parallel.recompute == "full" ? "96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) (full recomputation)"
+                                        : "72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) (no recomputation)";
+}
+
 // Idle fraction of a pipeline step: (p−1)/m for 1F1B and GPipe, (p−1)/(v·m) interleaved.
 inline double pipeline_bubble_fraction(int pipeline, int virtual_stages, int microbatches) {
   return static_cast<double>(pipeline - 1) / (static_cast<double>(virtual_stages) * microbatches);
