@@ -37,6 +37,7 @@ struct ScheduleOptions {
 
 // Everything the command found out; the parts after a failure stay empty.
 struct ScheduleOutcome {
+  std::string scheduler_name;  // the plugin's own name, also when it was given as a path
   std::string plugin_path;
   std::optional<std::vector<std::vector<ComputeOp>>> ops;
   std::optional<ScheduleReport> report;
@@ -62,6 +63,7 @@ ScheduleOutcome plan(const ScheduleOptions& options) {
     PluginRegistry registry(PluginRegistry::default_search_path(options.plugin_paths));
     const PluginInfo& info = registry.load(options.scheduler, PluginKind::Scheduler, "scheduler");
     outcome.plugin_path = info.path;
+    outcome.scheduler_name = info.descriptor->name;
     scheduler = create_plugin<Scheduler>(info, toml::table{}, 0, 1);
   } catch (const Error& e) {
     std::cerr << "schedule: " << e.what() << "\n";
@@ -87,7 +89,7 @@ ScheduleOutcome plan(const ScheduleOptions& options) {
 
 void print_text(const ScheduleOptions& options, const ScheduleOutcome& outcome) {
   const ScheduleShape& shape = options.shape;
-  std::cout << fmt::format("{}: p = {}, v = {}, m = {}  ({})\n", options.scheduler, shape.stages, shape.chunks,
+  std::cout << fmt::format("{}: p = {}, v = {}, m = {}  ({})\n", outcome.scheduler_name, shape.stages, shape.chunks,
                            shape.microbatches, outcome.plugin_path);
   if (outcome.ops) {
     std::cout << (shape.chunks > 1 ? "ops per stage (Fm.c / Bm.c: forward / backward of microbatch m through chunk c)"
@@ -127,7 +129,7 @@ void print_text(const ScheduleOptions& options, const ScheduleOutcome& outcome) 
 
 nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& outcome) {
   const ScheduleShape& shape = options.shape;
-  nlohmann::json doc = {{"scheduler", options.scheduler},
+  nlohmann::json doc = {{"scheduler", outcome.scheduler_name},
                         {"plugin", outcome.plugin_path},
                         {"p", shape.stages},
                         {"v", shape.chunks},
@@ -179,7 +181,7 @@ nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& ou
 void run_schedule(const ScheduleOptions& options) {
   const ScheduleOutcome outcome = plan(options);
   if (outcome.simulation) {
-    const TimelineLabels labels{options.scheduler};
+    const TimelineLabels labels{outcome.scheduler_name};
     try {
       if (!options.svg_file.empty())
         write_file(options.svg_file, "svg",

@@ -5,6 +5,7 @@
 // verifier replays to find deadlocks and mismatched transfers; the simulator replays with op
 // times to get timelines. Whether the streams finish does not depend on the times.
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "schedule/instruction_stream.hpp"

@@ -1,5 +1,6 @@
 #pragma once
 // Schedules written out here, independent of the scheduler plugins, for the core's own tests.
+#include <algorithm>
 #include <vector>
 
 #include "ptdp/scheduler.hpp"
