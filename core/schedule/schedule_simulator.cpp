@@ -24,6 +24,9 @@ SimulationResult simulate_schedule(const ScheduleShape& shape, const std::vector
   check_time("the forward time", options.t_forward, false);
   check_time("the backward time", options.t_backward, false);
   check_time("the transfer latency", options.transfer_latency, true);
+  if (static_cast<int>(streams.size()) != shape.stages)
+    throw ScheduleError("schedule simulation: there are instruction streams for " + std::to_string(streams.size()) +
+                        " stages, expected p = " + std::to_string(shape.stages));
 
   const ReplayTiming timing{options.t_forward / shape.chunks, options.t_backward / shape.chunks,
                             options.transfer_latency};

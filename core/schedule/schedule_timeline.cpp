@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "ptdp/error.hpp"
 #include "schedule/op_label.hpp"
 #include "schedule/schedule_shape.hpp"
 
@@ -79,6 +80,9 @@ std::string rect(double x, double y, double w, double h, Rgb fill, const std::st
 std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOptions& options,
                                 const SimulationResult& result, const TimelineLabels& labels) {
   const int p = shape.stages, v = shape.chunks;
+  PTDP_CHECK(static_cast<int>(result.timelines.size()) == p, "timeline drawing: the simulation has " +
+                                                                 std::to_string(result.timelines.size()) +
+                                                                 " stages, the shape " + std::to_string(p));
   const std::string unit = labels.time_unit.empty() ? "" : " " + labels.time_unit;
   const double makespan = std::max(result.makespan, 1e-12);
   const double shortest_op = std::min(options.t_forward, options.t_backward) / v;
@@ -178,6 +182,9 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
 
 void add_timeline_to_trace(ChromeTrace& trace, int pid, const ScheduleShape& shape, const SimulationResult& result,
                            const TimelineLabels& labels) {
+  PTDP_CHECK(static_cast<int>(result.timelines.size()) == shape.stages,
+             "timeline trace: the simulation has " + std::to_string(result.timelines.size()) +
+                 " stages, the shape " + std::to_string(shape.stages));
   trace.set_process_name(pid, labels.scheduler + " p=" + std::to_string(shape.stages) + " v=" +
                                 std::to_string(shape.chunks) + " m=" + std::to_string(shape.microbatches) +
                                 " (simulated)");

@@ -77,6 +77,7 @@ TEST(SimulateSchedule, RefusesBadTimesAndDeadlocks) {
   EXPECT_THROW(simulate_schedule(shape, streams, {1.0, -2.0, 0.0}), Error);
   EXPECT_THROW(simulate_schedule(shape, streams, {1.0, 2.0, -1.0}), Error);
   EXPECT_THROW(simulate_schedule(shape, streams, {1.0, 2.0, std::nan("")}), Error);
+  EXPECT_THROW(simulate_schedule({3, 1, 2}, streams, {}), ScheduleError);
   const StageOps deadlocking{{F(0), B(0), F(1), B(1)}, {F(0), F(1), B(0), B(1)}};
   EXPECT_THROW(simulate_schedule(shape, lower_schedule(shape, deadlocking), {}), ScheduleError);
 }
