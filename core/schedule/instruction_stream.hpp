@@ -27,7 +27,9 @@
 // Why pairs with v > 1: neighbouring stages are two ops apart in the interleaved warm-up, so with
 // one exchange per op a stage would sit in a send of a Backward's gradient while its neighbour
 // sits in a send of its own Backward's gradient, each waiting for the other's receive; exchanging
-// after each F+B pair keeps both ends of every transfer in matching groups.
+// after each F+B pair keeps both ends of every transfer in matching groups. With v = 1
+// neighbours are one op apart and an exchange after every op keeps them in step; pairing there
+// would hold each activation back by a backward and widen the bubble.
 #include <cstdint>
 #include <string>
 #include <vector>
