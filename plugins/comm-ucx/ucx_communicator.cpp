@@ -82,8 +82,9 @@ void UcxCommunicator::init(const CommInit& init) {
   std::iota(members_.begin(), members_.end(), 0);
   if (!early_abort_.empty()) world_->abort(early_abort_);
   // Every rank has connected once init returns, so wrong addresses or transports show here.
-  ++sequence_;
-  dissemination_barrier(context("init"));
+  const std::string ctx = context("init");
+  start_collective(ctx);
+  dissemination_barrier(ctx);
 }
 
 std::shared_ptr<Communicator> UcxCommunicator::split(int color, int key, const std::string& name) {

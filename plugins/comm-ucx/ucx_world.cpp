@@ -53,7 +53,7 @@ bool may_use_shared_memory(const std::string& tls) {
 }
 
 void check_ucs(ucs_status_t status, const std::string& what) {
-  if (status != UCS_OK) throw Error("comm-ucx: " + what + ": " + status_text(status));
+  if (status != UCS_OK) throw Error(what + ": " + status_text(status));
 }
 
 }  // namespace
@@ -79,7 +79,7 @@ UcxWorld::UcxWorld(const UcxOptions& options, const CommInit& init) {
   } catch (const Error& e) {
     const std::string message = e.what();
     release();
-    throw Error(message.rfind("comm-ucx:", 0) == 0 ? message : who + message);
+    throw Error(who + message);
   }
 }
 
@@ -91,7 +91,7 @@ void UcxWorld::create_context(const UcxOptions& options) {
     ~ConfigRelease() { ucp_config_release(c); }
   } release{config};
   if (!options.transports.empty() && ucp_config_modify(config, "TLS", options.transports.c_str()) != UCS_OK)
-    throw Error("comm-ucx: transports '" + options.transports + "' is not a valid UCX transport list");
+    throw Error("transports '" + options.transports + "' is not a valid UCX transport list");
   // Shared memory is left out of endpoints with peer failure handling unless its (keepalive
   // based) failure detection is switched on; without it ranks on one node would talk over TCP.
   const char* env_tls = std::getenv("UCX_TLS");
@@ -111,7 +111,7 @@ void UcxWorld::create_context(const UcxOptions& options) {
   params.estimated_num_eps = static_cast<size_t>(size_);
   const ucs_status_t status = ucp_init(&params, config, &context_);
   if (status != UCS_OK)
-    throw Error("comm-ucx: ucp_init" +
+    throw Error("ucp_init" +
                 (options.transports.empty() ? std::string() : " with transports '" + options.transports + "'") +
                 ": " + status_text(status));
 

@@ -3,6 +3,7 @@
 // communicators_under_test(); the suite itself is written once for all of them.
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ struct CommunicatorUnderTest {
 };
 
 std::vector<CommunicatorUnderTest> communicators_under_test();
+
+// How GoogleTest shows the parameter (test names and listings).
+inline void PrintTo(const CommunicatorUnderTest& c, std::ostream* out) {
+  *out << c.name << ", " << c.world_size << " ranks";
+}
 
 // PTDP_CONFORMANCE_WORLD overrides the world size (e.g. the number of GPUs present).
 int world_size_from_environment(int fallback);
