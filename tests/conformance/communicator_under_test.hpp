@@ -1,6 +1,5 @@
 #pragma once
-// The communicators a conformance binary checks. Each binary links one definition of
-// communicators_under_test(); the suite itself is written once for all of them.
+// The communicators a conformance run checks, and what each promises beyond the common contract.
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -16,16 +15,21 @@ struct CommunicatorUnderTest {
   int world_size = 8;
   // Called once in every rank process, before init().
   std::function<std::shared_ptr<Communicator>()> create;
+  // Messages between two ranks are matched by tag (otherwise only in posting order, as NCCL).
+  bool matches_tags = true;
+  // A collective that fails because a rank died names that rank (NCCL cannot know it).
+  bool names_dead_peer = true;
 };
 
+// The plugins named by PTDP_CONFORMANCE_COMM (comma-separated names or .so paths; default
+// "comm-ucx"), loaded through the plugin registry from the build's plugin folder. Each runs
+// with PTDP_CONFORMANCE_WORLD ranks when set, else 8 for host-memory communicators and one per
+// GPU for device ones.
 std::vector<CommunicatorUnderTest> communicators_under_test();
 
 // How GoogleTest shows the parameter (test names and listings).
 inline void PrintTo(const CommunicatorUnderTest& c, std::ostream* out) {
   *out << c.name << ", " << c.world_size << " ranks";
 }
-
-// PTDP_CONFORMANCE_WORLD overrides the world size (e.g. the number of GPUs present).
-int world_size_from_environment(int fallback);
 
 }  // namespace ptdp::conformance

@@ -164,6 +164,8 @@ TEST(CommUcx, RefusesWhatItCannotMove) {
                        comm.reduce_scatter(floats(v), Tensor{ints.data(), DType::I32, {4}, {}}, ReduceOp::Sum);
                      }),
                      "input is f32 but output is i32", "dtype mismatch");
+    require_mentions(error_of([&] { comm.send(floats(v), 0, -4); }), "send: tag -4 is negative", "negative tag");
+    require_mentions(error_of([&] { comm.group_end(); }), "group_end() without group_start()", "group_end");
     // Refused calls leave the communicator usable.
     comm.all_reduce(floats(v), ReduceOp::Max);
   }));
