@@ -76,7 +76,7 @@ UcxWorld::UcxWorld(const UcxOptions& options, const CommInit& init) {
     create_context(options);
     connect(init);
     post_notice_receive();
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     const std::string message = e.what();
     release();
     throw Error(who + message);

@@ -180,6 +180,15 @@ TEST(LocalLauncher, SigtermToTheLauncherReachesEveryRank) {
   for (pid_t pid : pids) EXPECT_TRUE(process_gone(pid)) << "rank process " << pid << " left behind";
 }
 
+TEST(LocalLauncher, CtrlCReachesEveryRank) {
+  LauncherProcess launcher(
+      2, sh("echo $$ > $DIR/pid$PTDP_RANK.tmp && mv $DIR/pid$PTDP_RANK.tmp $DIR/pid$PTDP_RANK; exec sleep 60"));
+  const std::vector<pid_t> pids = launcher.rank_pids(2);
+  ::kill(launcher.pid(), SIGINT);
+  EXPECT_EQ(launcher.wait(), 128 + SIGINT);
+  for (pid_t pid : pids) EXPECT_TRUE(process_gone(pid)) << "rank process " << pid << " left behind";
+}
+
 TEST(LocalLauncher, CommandThatCannotRunIsReported) {
   LauncherProcess launcher(2, {"/nonexistent/ptdp-rank"});
   EXPECT_EQ(launcher.wait(), 127);
