@@ -1,0 +1,56 @@
+// Device memory for communicators that move CUDA memory: one GPU per rank (local rank modulo
+// the GPUs present), a non-blocking stream bound to the communicator.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "test_memory.hpp"
+
+namespace ptdp::conformance {
+
+namespace {
+
+void check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(status));
+}
+
+class CudaMemory final : public TestMemory {
+ public:
+  explicit CudaMemory(int local_rank) {
+    int count = 0;
+    check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    if (count < 1) throw std::runtime_error("no CUDA device for rank " + std::to_string(local_rank));
+    device_ = local_rank % count;
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  ~CudaMemory() override { cudaStreamDestroy(stream_); }
+
+  Device device() const override { return Device{MemoryKind::Cuda, device_}; }
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    std::shared_ptr<void> owned(p, [](void* q) { cudaFree(q); });
+    check(cudaMemset(p, 0, bytes), "cudaMemset");
+    return owned;
+  }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+  }
+  void* stream() override { return stream_; }
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<TestMemory> make_cuda_memory(int local_rank) { return std::make_unique<CudaMemory>(local_rank); }
+
+}  // namespace ptdp::conformance
