@@ -36,7 +36,7 @@ TEST(RunErrors, InterleavingNeedsMicrobatchesDivisibleByStages) {
   EXPECT_NE(r.output.find("virtual_stages"), std::string::npos) << r.output;
 }
 
-TEST(RunErrors, IncompatiblePluginPair) {
+TEST(RunErrors, MissingPlugin) {
   TinyGptWorkspace ws;
   const HostRun r = ws.run({"plugins.comm=\"no-such-comm\""}, 1);
   EXPECT_NE(r.exit_code, 0);
