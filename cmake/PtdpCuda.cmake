@@ -40,11 +40,11 @@ if(_ptdp_cuda_missing)
   return()
 endif()
 
-enable_language(CUDA)
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-  # Hopper SASS plus PTX that later GPUs JIT-compile.
+# Hopper SASS plus PTX that later GPUs JIT-compile, unless the user chose architectures.
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
   set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual")
 endif()
+enable_language(CUDA)
 set(PTDP_HAVE_CUDA ON)
 
 # The cudnn-frontend C++ headers come from PyPI's nvidia-cudnn-frontend wheel.

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <toml++/toml.hpp>
+#include <toml++/toml.h>
 
 namespace ptdp {
 
@@ -73,7 +73,8 @@ struct RunConfig {
     std::string checkpoint = "ckpt-fs";
     std::vector<std::string> search_path;  // resolved against the manifest's folder
     // [plugins.options.<slot>] tables, by slot name (comm, kernels, scheduler, checkpoint);
-    // validated against the plugin's schema when it is loaded.
+    // validated against the plugin's schema when it is loaded. Every slot is present (an empty
+    // table when the manifest has none).
     std::map<std::string, toml::table> options;
   } plugins;
 
@@ -82,7 +83,12 @@ struct RunConfig {
     std::string master_addr = "127.0.0.1";
     int master_port = 0;              // 0: pick a free port
     double timeout_s = 60.0;          // any blocking wait (rendezvous, collective) fails after this
+    int nnodes = 1;
+    int world_size() const { return nproc_per_node * nnodes; }
   } launch;
+
+  // What the loader decided on the user's behalf (e.g. vocab padding), for the log and `validate`.
+  std::vector<std::string> notes;
 };
 
 }  // namespace ptdp

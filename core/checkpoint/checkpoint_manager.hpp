@@ -1,0 +1,47 @@
+#pragma once
+// CheckpointManager: saves and restores master weights and Adam moments through a
+// CheckpointStore, by global tensor name and region, so a step saved under one (p, t, d) layout
+// loads under any other. Each parameter "<name>" is stored as "<name>", "<name>.exp_avg" and
+// "<name>.exp_avg_sq", all f32 with the parameter's global shape.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ptdp/checkpoint_store.hpp>
+#include <ptdp/layer_kernels.hpp>
+
+#include "checkpoint/checkpoint_role.hpp"
+
+namespace ptdp {
+
+class CheckpointManager {
+ public:
+  // `store` must already be open().
+  CheckpointManager(std::shared_ptr<CheckpointStore> store, LayerKernels& kernels, CheckpointRole role);
+
+  // Collective over the world: every rank calls it. Writes the parts of `params` this rank is
+  // responsible for (see writes()), finishes the rank, waits in `barrier` for every rank, then
+  // rank 0 commits the step with `metadata_json`. The step is visible once rank 0 returns.
+  void save(int64_t step, const std::vector<ParamRef>& params, const std::string& metadata_json,
+            const std::function<void()>& barrier);
+
+  // The newest committed step, if any.
+  std::optional<int64_t> latest_step();
+
+  // Reads this rank's part of every parameter and its moments from `step`, whatever layout
+  // saved it, then calls kernels.params_updated(). A tensor the step lacks, or holds with another
+  // shape, fails with ptdp::Error naming the tensor and the step.
+  void load(int64_t step, const std::vector<ParamRef>& params);
+
+  std::string metadata(int64_t step);
+
+ private:
+  std::shared_ptr<CheckpointStore> store_;
+  LayerKernels& kernels_;
+  CheckpointRole role_;
+};
+
+}  // namespace ptdp

@@ -1,0 +1,178 @@
+#include "data/token_dataset.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ptdp/error.hpp"
+
+namespace ptdp {
+
+namespace {
+
+struct TokenRegion {
+  TokenFileFormat format;
+  TokenDType dtype;
+  size_t offset;  // bytes before the first token
+  int64_t count;
+};
+
+[[noreturn]] void fail(const MappedFile& file, const std::string& reason) {
+  throw Error(file.path() + ": " + reason);
+}
+
+// Tokens of `dtype` from `offset` must fill the rest of the file exactly.
+void check_extent(const MappedFile& file, const char* what, size_t offset, uint64_t count,
+                  TokenDType dtype) {
+  size_t width = token_dtype_size(dtype);
+  uint64_t available = file.size() - offset;
+  if (count > available / width)
+    fail(file, std::string("truncated ") + what + ": the header says " + std::to_string(count) +
+                   " tokens (" + std::to_string(count * width) + " bytes) but only " +
+                   std::to_string(available) + " bytes follow the header");
+  if (count * width != available)
+    fail(file, std::string("malformed ") + what + ": " + std::to_string(available - count * width) +
+                   " bytes follow the last of the " + std::to_string(count) +
+                   " tokens the header announces");
+  if (count == 0) fail(file, std::string("empty ") + what + ": the header announces 0 tokens");
+}
+
+TokenRegion parse_ptdp(const MappedFile& file) {
+  if (file.size() < kPtdpHeaderBytes)
+    fail(file, "too short for a ptdp token file: " + std::to_string(file.size()) +
+                   " bytes, the header alone is " + std::to_string(kPtdpHeaderBytes));
+  PtdpHeader header;
+  std::memcpy(&header, file.data(), sizeof header);
+  if (std::memcmp(header.magic, kPtdpMagic, sizeof kPtdpMagic) != 0)
+    fail(file, "bad magic: not a ptdp token file (it must start with \"PTDPTOK\\0\")");
+  if (header.version != kPtdpVersion)
+    fail(file, "unsupported ptdp token file version " + std::to_string(header.version) +
+                   " (this build reads version " + std::to_string(kPtdpVersion) + ")");
+  auto dtype = token_dtype_from_code(header.dtype);
+  if (!dtype)
+    fail(file, "unsupported token dtype code " + std::to_string(header.dtype) +
+                   " (known: 1 = u8, 2 = u16, 3 = i32)");
+  check_extent(file, "ptdp token file", kPtdpHeaderBytes, header.count, *dtype);
+  return {TokenFileFormat::Ptdp, *dtype, kPtdpHeaderBytes, static_cast<int64_t>(header.count)};
+}
+
+TokenRegion parse_llmc(const MappedFile& file) {
+  if (file.size() < kLlmcHeaderBytes)
+    fail(file, "too short for an llm.c token shard: " + std::to_string(file.size()) +
+                   " bytes, the header alone is " + std::to_string(kLlmcHeaderBytes));
+  int32_t header[3];
+  std::memcpy(header, file.data(), sizeof header);
+  if (header[0] != kLlmcMagic)
+    fail(file, "bad magic " + std::to_string(header[0]) + ": not an llm.c GPT-2 token shard (magic " +
+                   std::to_string(kLlmcMagic) + ")");
+  if (header[1] != kLlmcVersion)
+    fail(file, "unsupported llm.c shard version " + std::to_string(header[1]) +
+                   " (this build reads version 1: GPT-2 uint16 tokens)");
+  if (header[2] < 0)
+    fail(file, "malformed llm.c token shard: negative token count " + std::to_string(header[2]));
+  check_extent(file, "llm.c token shard", kLlmcHeaderBytes, static_cast<uint64_t>(header[2]),
+               TokenDType::U16);
+  return {TokenFileFormat::Llmc, TokenDType::U16, kLlmcHeaderBytes, header[2]};
+}
+
+TokenRegion parse_text(const MappedFile& file) {
+  if (file.size() == 0) fail(file, "empty file: no tokens");
+  return {TokenFileFormat::Text, TokenDType::U8, 0, static_cast<int64_t>(file.size())};
+}
+
+TokenRegion parse_auto(const MappedFile& file) {
+  // A file that claims a binary format by its first bytes is held to it: a damaged token file
+  // must not silently train as text.
+  if (file.size() >= 4 && std::memcmp(file.data(), kPtdpMagic, 4) == 0) return parse_ptdp(file);
+  if (file.size() >= 4) {
+    int32_t magic;
+    std::memcpy(&magic, file.data(), sizeof magic);
+    if (magic == kLlmcMagic) return parse_llmc(file);
+  }
+  return parse_text(file);
+}
+
+template <class T>
+void widen(const uint8_t* src, int64_t count, int32_t* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    T value;
+    std::memcpy(&value, src + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<int32_t>(value);
+  }
+}
+
+}  // namespace
+
+const char* token_file_format_name(TokenFileFormat format) {
+  switch (format) {
+    case TokenFileFormat::Ptdp: return "ptdp";
+    case TokenFileFormat::Llmc: return "llmc";
+    case TokenFileFormat::Text: return "text";
+  }
+  return "?";
+}
+
+TokenDataset TokenDataset::open(const std::string& path, const std::string& format) {
+  TokenRegion (*parse)(const MappedFile&) = nullptr;
+  if (format == "auto") parse = parse_auto;
+  else if (format == "ptdp") parse = parse_ptdp;
+  else if (format == "llmc") parse = parse_llmc;
+  else if (format == "text") parse = parse_text;
+  else throw Error(path + ": unknown data format '" + format + "' (expected auto, ptdp, llmc or text)");
+  auto file = std::make_shared<const MappedFile>(path);
+  TokenRegion region = parse(*file);
+  return TokenDataset(std::move(file), region.format, region.dtype, region.offset, region.count);
+}
+
+TokenDataset::TokenDataset(std::shared_ptr<const MappedFile> file, TokenFileFormat format,
+                           TokenDType dtype, size_t offset, int64_t count)
+    : file_(std::move(file)), format_(format), dtype_(dtype), tokens_(file_->data() + offset),
+      count_(count) {
+  scan_tokens();
+}
+
+void TokenDataset::scan_tokens() {
+  constexpr int64_t kChunk = 1 << 16;
+  std::unique_ptr<int32_t[]> buffer(new int32_t[kChunk]);
+  max_token_ = -1;
+  for (int64_t first = 0; first < count_; first += kChunk) {
+    int64_t n = std::min(kChunk, count_ - first);
+    read(first, n, buffer.get());
+    for (int64_t i = 0; i < n; ++i) {
+      if (buffer[i] < 0)
+        throw Error(path() + ": token " + std::to_string(buffer[i]) + " at index " +
+                    std::to_string(first + i) + " is negative");
+      if (buffer[i] > max_token_) {
+        max_token_ = buffer[i];
+        max_token_index_ = first + i;
+      }
+    }
+  }
+}
+
+int32_t TokenDataset::token(int64_t i) const {
+  int32_t value;
+  read(i, 1, &value);
+  return value;
+}
+
+void TokenDataset::read(int64_t first, int64_t count, int32_t* out) const {
+  PTDP_CHECK(first >= 0 && count >= 0 && first + count <= count_,
+             path() + ": tokens [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                 ") lie outside the file's " + std::to_string(count_) + " tokens");
+  const uint8_t* src = tokens_ + first * static_cast<int64_t>(token_dtype_size(dtype_));
+  switch (dtype_) {
+    case TokenDType::U8: widen<uint8_t>(src, count, out); break;
+    case TokenDType::U16: widen<uint16_t>(src, count, out); break;
+    case TokenDType::I32: widen<int32_t>(src, count, out); break;
+  }
+}
+
+void TokenDataset::check_vocab(int vocab) const {
+  if (max_token_ >= vocab)
+    throw Error(path() + ": token " + std::to_string(max_token_) + " at index " +
+                std::to_string(max_token_index_) + " does not fit the model's vocabulary of " +
+                std::to_string(vocab) + " (model.vocab must be at least " +
+                std::to_string(max_token_ + 1) + ")");
+}
+
+}  // namespace ptdp

@@ -1,0 +1,41 @@
+#pragma once
+// The two binary token-file layouts ptdp reads (docs/data-format.md describes them byte by byte).
+// Both are little-endian; ptdp runs only on little-endian hosts, so headers are read in place.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ptdp {
+
+// ptdp's own format: a 24-byte header, then `count` tokens of `dtype`.
+inline constexpr char kPtdpMagic[8] = {'P', 'T', 'D', 'P', 'T', 'O', 'K', '\0'};
+inline constexpr uint32_t kPtdpVersion = 1;
+inline constexpr size_t kPtdpHeaderBytes = 24;
+
+struct PtdpHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t dtype;  // TokenDType code
+  uint64_t count;
+};
+static_assert(sizeof(PtdpHeader) == kPtdpHeaderBytes);
+
+// llm.c's GPT-2 shards: 256 int32 (magic, version, token count, zeros), then uint16 tokens.
+inline constexpr int32_t kLlmcMagic = 20240520;
+inline constexpr int32_t kLlmcVersion = 1;
+inline constexpr size_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
+
+// Width of one stored token. The codes are part of the file format: never renumber.
+enum class TokenDType : uint32_t { U8 = 1, U16 = 2, I32 = 3 };
+
+size_t token_dtype_size(TokenDType dtype);
+const char* token_dtype_name(TokenDType dtype);
+// "u8" | "u16" | "i32"; nullopt for anything else.
+std::optional<TokenDType> parse_token_dtype(std::string_view name);
+// A code read from a file; nullopt when it names no known dtype.
+std::optional<TokenDType> token_dtype_from_code(uint32_t code);
+// Largest token value the dtype can store.
+int64_t token_dtype_max(TokenDType dtype);
+
+}  // namespace ptdp

@@ -1,0 +1,207 @@
+#include "manifest/manifest_loader.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "manifest/manifest_locator.hpp"
+#include "manifest/manifest_overrides.hpp"
+#include "manifest/manifest_rules.hpp"
+#include "manifest/table_reader.hpp"
+
+namespace ptdp {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bounds that keep every product of the rules (p·t·d, b·d, 12·l·h², ...) inside 64 bits and
+// every derived size (padded vocab, 4·hidden) inside an int.
+constexpr int64_t kMaxParallel = 65536;
+constexpr int64_t kMaxLayers = 65536;
+constexpr int64_t kMaxHidden = 1 << 20;
+constexpr int64_t kMaxSeqLen = 1 << 24;
+constexpr int64_t kMaxVocab = 1 << 30;
+constexpr int64_t kMaxBatch = 1 << 30;
+
+void read_run(TableReader r, RunConfig::Run& run) {
+  r.read("name", run.name);
+  r.read("steps", run.steps, 1);
+  r.read("seed", run.seed, 0, std::numeric_limits<int64_t>::max());
+  r.read("log_every", run.log_every, 1);
+  r.finish();
+}
+
+void read_model(TableReader r, RunConfig::Model& model) {
+  r.read("layers", model.layers, 1, kMaxLayers, Presence::required);
+  r.read("hidden", model.hidden, 1, kMaxHidden, Presence::required);
+  r.read("heads", model.heads, 1, kMaxHidden, Presence::required);
+  r.read("seq_len", model.seq_len, 1, kMaxSeqLen, Presence::required);
+  r.read("vocab", model.vocab, 1, kMaxVocab, Presence::required);
+  r.read("ffn_hidden", model.ffn_hidden, 1, 4 * kMaxHidden);
+  r.read("dropout", model.dropout, FloatRange::from_below(0, 1));
+  r.read("layernorm_eps", model.layernorm_eps, FloatRange::above(0));
+  r.finish();
+}
+
+void read_parallel(TableReader r, RunConfig::Parallel& par) {
+  r.read("tensor", par.tensor, 1, kMaxParallel);
+  r.read("pipeline", par.pipeline, 1, kMaxParallel);
+  r.read("data", par.data, 1, kMaxParallel);
+  r.read("virtual_stages", par.virtual_stages, 1, kMaxLayers);
+  r.read("micro_batch", par.micro_batch, 1, kMaxBatch);
+  r.read("global_batch", par.global_batch, 1, kMaxBatch);
+  r.read("scatter_gather", par.scatter_gather);
+  r.read("recompute", par.recompute, {"none", "full"});
+  r.read("recompute_every", par.recompute_every, 1, kMaxLayers);
+  r.finish();
+}
+
+void read_optimizer(TableReader r, RunConfig::Optimizer& opt) {
+  r.read("type", opt.type, {"adam", "adamw"});
+  r.read("lr", opt.lr, FloatRange::above(0));
+  r.read("min_lr", opt.min_lr, FloatRange::at_least(0));
+  r.read("beta1", opt.beta1, FloatRange::from_below(0, 1));
+  r.read("beta2", opt.beta2, FloatRange::from_below(0, 1));
+  r.read("eps", opt.eps, FloatRange::above(0));
+  r.read("weight_decay", opt.weight_decay, FloatRange::at_least(0));
+  r.read("grad_clip", opt.grad_clip, FloatRange::at_least(0));
+  r.read("warmup_steps", opt.warmup_steps, 0);
+  r.read("decay_steps", opt.decay_steps, 0);
+  r.read("decay", opt.decay, {"cosine", "linear", "constant"});
+  r.finish();
+}
+
+void read_precision(TableReader r, RunConfig::Precision& precision) {
+  r.read("params", precision.params, {"fp32", "bf16"});
+  r.finish();
+}
+
+void read_data(TableReader r, RunConfig::Data& data) {
+  r.read("path", data.path);
+  r.read("format", data.format, {"auto", "ptdp", "llmc"});
+  r.read("val_fraction", data.val_fraction, FloatRange::from_below(0, 1));
+  r.read("val_every", data.val_every, 0);
+  r.read("val_batches", data.val_batches, 1);
+  r.finish();
+}
+
+void read_checkpoint(TableReader r, RunConfig::Checkpoint& checkpoint) {
+  r.read("dir", checkpoint.dir);
+  r.read("every", checkpoint.every, 0);
+  r.read("resume", checkpoint.resume);
+  r.finish();
+}
+
+void read_plugins(TableReader r, const ManifestLocator& locator, RunConfig::Plugins& plugins) {
+  r.read("comm", plugins.comm);
+  r.read("kernels", plugins.kernels);
+  r.read("scheduler", plugins.scheduler);
+  r.read("checkpoint", plugins.checkpoint);
+  r.read("search_path", plugins.search_path);
+  // Option tables are kept as written: each plugin's registry entry checks them against the
+  // schema the plugin declares.
+  TableReader options(locator, r.key_path("options"), r.read_table("options"));
+  for (const char* slot : {"comm", "kernels", "scheduler", "checkpoint"}) {
+    const toml::table* table = options.read_table(slot);
+    plugins.options[slot] = table ? *table : toml::table{};
+  }
+  options.finish();
+  r.finish();
+}
+
+void read_launch(TableReader r, RunConfig::Launch& launch) {
+  r.read("nproc_per_node", launch.nproc_per_node, 1, 1024);
+  r.read("nnodes", launch.nnodes, 1, kMaxParallel);
+  r.read("master_addr", launch.master_addr);
+  r.read("master_port", launch.master_port, 0, 65535);
+  r.read("timeout_s", launch.timeout_s, FloatRange::above(0));
+  r.finish();
+}
+
+// Paths in the file are relative to the file's folder; paths given with --set to the current
+// directory, like any other path typed on a command line.
+void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path& manifest_dir) {
+  const fs::path cwd = fs::current_path();
+  auto resolve = [&](std::string& path, const std::string& key) {
+    if (path.empty()) return;
+    const fs::path& base = locator.overridden(key) ? cwd : manifest_dir;
+    path = (base / path).lexically_normal().string();  // an absolute `path` replaces `base`
+  };
+  resolve(c.data.path, "data.path");
+  resolve(c.checkpoint.dir, "checkpoint.dir");
+  for (size_t i = 0; i < c.plugins.search_path.size(); ++i)
+    resolve(c.plugins.search_path[i], fmt::format("plugins.search_path[{}]", i));
+}
+
+RunConfig load(std::string_view text, const std::string& source, const fs::path& manifest_dir,
+               const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw ManifestError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
+                                    e.description()));
+  }
+  ManifestLocator locator(source, root);
+  for (const std::string& assignment : overrides) locator.add_override(apply_override(root, assignment), assignment);
+
+  RunConfig c;
+  c.source = source;
+  TableReader top(locator, "", &root);
+  const toml::table* run = top.read_table("run");
+  const toml::table* model = top.read_table("model");
+  const toml::table* parallel = top.read_table("parallel");
+  const toml::table* optimizer = top.read_table("optimizer");
+  const toml::table* precision = top.read_table("precision");
+  const toml::table* data = top.read_table("data");
+  const toml::table* checkpoint = top.read_table("checkpoint");
+  const toml::table* plugins = top.read_table("plugins");
+  const toml::table* launch = top.read_table("launch");
+  top.finish();
+
+  read_run({locator, "run", run}, c.run);
+  read_model({locator, "model", model}, c.model);
+  read_parallel({locator, "parallel", parallel}, c.parallel);
+  read_optimizer({locator, "optimizer", optimizer}, c.optimizer);
+  read_precision({locator, "precision", precision}, c.precision);
+  read_data({locator, "data", data}, c.data);
+  read_checkpoint({locator, "checkpoint", checkpoint}, c.checkpoint);
+  read_plugins({locator, "plugins", plugins}, locator, c.plugins);
+  read_launch({locator, "launch", launch}, c.launch);
+
+  apply_manifest_rules(c, locator);
+  resolve_paths(c, locator, manifest_dir);
+  return c;
+}
+
+}  // namespace
+
+RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read manifest: " + std::strerror(EISDIR));
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw ManifestError(path + ": cannot read manifest: " + std::strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  return load(text.str(), path, fs::absolute(path).parent_path(), overrides);
+}
+
+RunConfig load_manifest_string(std::string_view text, const std::string& source_name,
+                               const std::vector<std::string>& overrides) {
+  return load(text, source_name, fs::current_path(), overrides);
+}
+
+void check_world_size(const RunConfig& c, int world_size) {
+  const auto& par = c.parallel;
+  if (int64_t{par.pipeline} * par.tensor * par.data != world_size)
+    throw ManifestError(fmt::format(
+        "{}: parallel: pipeline ({}) * tensor ({}) * data ({}) = {} does not match the world size {}", c.source,
+        par.pipeline, par.tensor, par.data, int64_t{par.pipeline} * par.tensor * par.data, world_size));
+}
+
+}  // namespace ptdp

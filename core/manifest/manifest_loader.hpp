@@ -1,0 +1,33 @@
+#pragma once
+// Reads a TOML manifest (docs/manifest.md) into a validated RunConfig. Every problem is reported
+// as one ManifestError whose message starts with where it is: `file:line:col: key.path: reason`,
+// or `--set key.path=value: key.path: reason` when a command-line override is to blame.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "manifest/run_config.hpp"
+#include "ptdp/error.hpp"
+
+namespace ptdp {
+
+class ManifestError : public Error {
+ public:
+  using Error::Error;
+};
+
+// `overrides` are `key.path=value` strings (ptdp-host's --set), applied in order on top of the
+// file. The value is read as a TOML value (4, true, "full", [1, 2]); a bare word that is not
+// valid TOML is taken as a string. Relative paths resolve against the manifest's folder.
+RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The same for manifest text in memory; `source_name` is used in messages, and relative paths
+// resolve against the current directory.
+RunConfig load_manifest_string(std::string_view text, const std::string& source_name,
+                               const std::vector<std::string>& overrides = {});
+
+// Checks that the layout fits the world the process actually runs in (e.g. the size an external
+// launcher such as mpirun or srun reports), which can differ from the manifest's launch table.
+void check_world_size(const RunConfig& config, int world_size);
+
+}  // namespace ptdp

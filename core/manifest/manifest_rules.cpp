@@ -1,0 +1,81 @@
+#include "manifest/manifest_rules.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace ptdp {
+
+void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
+  auto& model = c.model;
+  const auto& par = c.parallel;
+  // Products in 64 bits: each factor is bounded by its key's range, so none of these overflow.
+  const int64_t p = par.pipeline, t = par.tensor, d = par.data, v = par.virtual_stages;
+  // Each rule is reported on its first key unless an override set one of the others.
+  auto fail = [&](std::initializer_list<std::string_view> keys, const std::string& reason) {
+    at.fail(at.blame(keys), reason);
+  };
+
+  if (model.hidden % model.heads != 0)
+    fail({"model.heads", "model.hidden"},
+         fmt::format("hidden ({}) must be divisible by heads ({})", model.hidden, model.heads));
+  if (model.ffn_hidden == 0) model.ffn_hidden = 4 * model.hidden;
+
+  const int64_t world = int64_t{c.launch.nproc_per_node} * c.launch.nnodes;
+  if (p * t * d != world)
+    fail({"launch.nproc_per_node", "launch.nnodes", "parallel.pipeline", "parallel.tensor", "parallel.data"},
+         fmt::format("pipeline ({}) * tensor ({}) * data ({}) = {} must equal the world size "
+                     "nproc_per_node ({}) * nnodes ({}) = {}",
+                     p, t, d, p * t * d, c.launch.nproc_per_node, c.launch.nnodes, world));
+
+  // Tensor parallelism splits the heads and the MLP's inner dimension across the group.
+  if (model.heads % t != 0)
+    fail({"parallel.tensor", "model.heads"}, fmt::format("heads ({}) must be divisible by tensor ({})", model.heads, t));
+  if (model.ffn_hidden % t != 0)
+    fail({"parallel.tensor", "model.ffn_hidden"},
+         fmt::format("ffn_hidden ({}) must be divisible by tensor ({})", model.ffn_hidden, t));
+
+  if (v > 1 && p == 1)
+    fail({"parallel.virtual_stages", "parallel.pipeline"},
+         fmt::format("interleaving (virtual_stages {}) needs pipeline >= 2", v));
+  if (model.layers % (p * v) != 0) {
+    if (v > 1)
+      fail({"parallel.virtual_stages", "parallel.pipeline", "model.layers"},
+           fmt::format("layers ({}) must be divisible by pipeline * virtual_stages ({} * {} = {})", model.layers, p,
+                       v, p * v));
+    fail({"parallel.pipeline", "model.layers"},
+         fmt::format("layers ({}) must be divisible by pipeline ({})", model.layers, p));
+  }
+
+  const int64_t b = par.micro_batch, batch = par.global_batch;
+  if (batch % (b * d) != 0)
+    fail({"parallel.global_batch", "parallel.micro_batch", "parallel.data"},
+         fmt::format("global_batch ({}) must be divisible by micro_batch * data ({} * {} = {})", batch, b, d, b * d));
+  const int64_t m = batch / (b * d);
+  if (v > 1 && m % p != 0)
+    fail({"parallel.virtual_stages", "parallel.global_batch", "parallel.micro_batch", "parallel.data",
+          "parallel.pipeline"},
+         fmt::format("interleaving needs the microbatch count m = global_batch / (micro_batch * data) = {} "
+                     "to be a multiple of pipeline ({})",
+                     m, p));
+
+  const int64_t chunk_layers = model.layers / (p * v);
+  if (par.recompute == "full" && chunk_layers % par.recompute_every != 0)
+    fail({"parallel.recompute_every", "parallel.recompute"},
+         fmt::format("{} must divide the layers of a model chunk, layers / (pipeline * virtual_stages) = {}",
+                     par.recompute_every, chunk_layers));
+
+  // The vocab-parallel embedding gives each tensor rank an equal slice of rows.
+  model.padded_vocab = static_cast<int>((model.vocab + t - 1) / t * t);
+  if (model.padded_vocab != model.vocab)
+    c.notes.push_back(
+        fmt::format("model.vocab {} padded to {} so tensor={} divides it", model.vocab, model.padded_vocab, t));
+
+  if (c.optimizer.min_lr > c.optimizer.lr)
+    fail({"optimizer.min_lr", "optimizer.lr"},
+         fmt::format("must not exceed optimizer.lr ({} > {})", c.optimizer.min_lr, c.optimizer.lr));
+  if (c.checkpoint.every > 0 && c.checkpoint.dir.empty())
+    fail({"checkpoint.every", "checkpoint.dir"}, "needs checkpoint.dir");
+}
+
+}  // namespace ptdp

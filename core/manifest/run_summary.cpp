@@ -1,0 +1,49 @@
+#include "manifest/run_summary.hpp"
+
+#include <fmt/format.h>
+
+#include "manifest/model_math.hpp"
+
+namespace ptdp {
+
+namespace {
+
+std::string with_unit(double n) {
+  if (n >= 1e12) return fmt::format("{:.2f}T", n / 1e12);
+  if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.2f}K", n / 1e3);
+  return fmt::format("{}", n);
+}
+
+}  // namespace
+
+std::string describe_run(const RunConfig& c) {
+  const auto& m = c.model;
+  const auto& p = c.parallel;
+  const bool recompute = p.recompute == "full";
+  std::string out;
+  auto line = [&](std::string_view label, const std::string& text) { out += fmt::format("{:<12} {}\n", label, text); };
+  line("manifest", c.source);
+  line("world size", fmt::format("{} = pipeline {} x tensor {} x data {} ({} per node x {} node{})", p.world_size(),
+                                 p.pipeline, p.tensor, p.data, c.launch.nproc_per_node, c.launch.nnodes,
+                                 c.launch.nnodes == 1 ? "" : "s"));
+  line("pipeline", fmt::format("virtual_stages v = {}, microbatches m = {}, bubble (p-1)/(v*m) = {:.4f}",
+                               p.virtual_stages, p.microbatches(), pipeline_bubble_fraction(p)));
+  line("batch", fmt::format("micro_batch b = {}, global_batch B = {}, scatter_gather {}, recompute {}{}",
+                            p.micro_batch, p.global_batch, p.scatter_gather ? "on" : "off", p.recompute,
+                            recompute ? fmt::format(" (recompute_every {})", p.recompute_every) : ""));
+  line("model", fmt::format("{} layers, hidden {}, {} heads, seq_len {}, vocab {} (padded {}), ffn_hidden {}",
+                            m.layers, m.hidden, m.heads, m.seq_len, m.vocab, m.padded_vocab, m.ffn_hidden));
+  const int64_t params = parameter_count(m);
+  line("parameters", fmt::format("{} ({}) by P = 12*l*h^2*(1 + 13/(12h) + (V+s)/(12*l*h))", params,
+                                 with_unit(static_cast<double>(params))));
+  line("flops/step", fmt::format("{:.3e} (paper Eq. 3, {} recomputation)", flops_per_step(c),
+                                 recompute ? "with full" : "without"));
+  line("plugins", fmt::format("comm {}, kernels {}, scheduler {}, checkpoint {}", c.plugins.comm, c.plugins.kernels,
+                              c.plugins.scheduler, c.plugins.checkpoint));
+  for (const std::string& note : c.notes) line("note", note);
+  return out;
+}
+
+}  // namespace ptdp

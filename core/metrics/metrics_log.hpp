@@ -1,0 +1,31 @@
+#pragma once
+// MetricsLog: one JSON object per step in a .jsonl file, flushed line by line so that a crashed or
+// killed run keeps every step it finished and the file can be followed while training runs.
+#include <cstdio>
+#include <string>
+
+#include "metrics/step_metrics.hpp"
+
+namespace ptdp {
+
+class MetricsLog {
+ public:
+  // append: keep the lines already there (a run resumed from a checkpoint); otherwise start
+  // the file afresh. Throws ptdp::Error "<path>: <reason>" when it cannot be opened.
+  explicit MetricsLog(const std::string& path, bool append = false);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  // Fields: step, loss, grad_norm, lr, tokens_per_s, tflops_per_gpu, step_time_s, elapsed_s and,
+  // when present, val_loss. A non-finite value (a diverged loss) is written as null.
+  void write(const StepMetrics& metrics);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace ptdp

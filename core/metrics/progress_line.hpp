@@ -1,0 +1,16 @@
+#pragma once
+// The one-line progress report printed while training, e.g.
+//   step 12/40 | loss 3.2104 | lr 9.6e-04 | grad 0.84 | 10.2k tok/s | 0.01 TFLOP/s/rank | 00:14 elapsed, ETA 00:33
+// with "| val 3.1877" after the loss on steps that ran a validation pass.
+#include <cstdint>
+#include <string>
+
+#include "metrics/step_metrics.hpp"
+
+namespace ptdp {
+
+// elapsed_s: wall time since training started; the ETA assumes the remaining steps run at the
+// average pace so far.
+std::string progress_line(const StepMetrics& metrics, int64_t total_steps, double elapsed_s);
+
+}  // namespace ptdp

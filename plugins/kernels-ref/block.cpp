@@ -1,0 +1,150 @@
+#include "block.hpp"
+
+#include <algorithm>
+
+#include "attention.hpp"
+#include "dropout.hpp"
+#include "gelu.hpp"
+#include "layer_norm.hpp"
+#include "linear.hpp"
+#include "tensor_checks.hpp"
+
+namespace ptdp::kref {
+
+namespace {
+
+std::vector<float> zeros(int64_t n) { return std::vector<float>(static_cast<size_t>(n), 0.0f); }
+
+// Completes a row-parallel GEMM's partial sums, then out = residual + dropout(sum + bias).
+void reduce_bias_dropout_add(float* out, std::vector<float>& partial, const float* bias,
+                             const float* residual, const Partition& part, const MicroBatch& mb,
+                             int site) {
+  const int64_t n = part.tokens(), h = part.model.hidden;
+  part.all_reduce(partial.data(), n * h, ReduceOp::Sum);
+  add_bias(partial.data(), bias, n, h);
+  apply_dropout(partial.data(), part.model, mb, site);
+  for (int64_t i = 0; i < n * h; ++i) out[i] = residual[i] + partial[i];
+}
+
+}  // namespace
+
+BlockActivations::BlockActivations(const Partition& p) {
+  const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
+  const int64_t n = p.tokens(), hl = p.local_hidden(), fl = p.local_ffn();
+  for (auto* v : {&x, &ln1, &residual, &ln2}) *v = zeros(n * h);
+  for (auto* v : {&ln1_mean, &ln1_rstd, &ln2_mean, &ln2_rstd}) *v = zeros(n);
+  qkv = zeros(n * 3 * hl);
+  probs = zeros(b * p.local_heads() * s * s);
+  attn = zeros(n * hl);
+  fc1 = zeros(n * fl);
+  gelu = zeros(n * fl);
+}
+
+RefBlock::RefBlock(std::shared_ptr<const Partition> partition, int layer_index)
+    : part_(std::move(partition)),
+      layer_(layer_index),
+      name_("layers." + std::to_string(layer_index)),
+      saved_(name_) {
+  const Partition& p = *part_;
+  const int64_t h = p.model.hidden, f = p.model.ffn_hidden;
+  const std::string n = name_ + ".";
+  ln1_weight_ = replicated_parameter(n + "ln1.weight", {h}, false);
+  ln1_bias_ = replicated_parameter(n + "ln1.bias", {h}, false);
+  // [3, h, h] is the [3h, h] QKV weight with its q, k and v row blocks apart, so that splitting
+  // dim 1 gives each rank the rows of its heads in all three.
+  qkv_weight_ = sharded_parameter(n + "attn.qkv.weight", {3, h, h}, 1, p, true);
+  qkv_bias_ = sharded_parameter(n + "attn.qkv.bias", {3, h}, 1, p, false);
+  proj_weight_ = sharded_parameter(n + "attn.proj.weight", {h, h}, 1, p, true);
+  proj_bias_ = replicated_parameter(n + "attn.proj.bias", {h}, false);
+  ln2_weight_ = replicated_parameter(n + "ln2.weight", {h}, false);
+  ln2_bias_ = replicated_parameter(n + "ln2.bias", {h}, false);
+  fc1_weight_ = sharded_parameter(n + "mlp.fc1.weight", {f, h}, 0, p, true);
+  fc1_bias_ = sharded_parameter(n + "mlp.fc1.bias", {f}, 0, p, false);
+  fc2_weight_ = sharded_parameter(n + "mlp.fc2.weight", {h, f}, 1, p, true);
+  fc2_bias_ = replicated_parameter(n + "mlp.fc2.bias", {h}, false);
+}
+
+std::vector<ParamRef> RefBlock::parameters() {
+  std::vector<ParamRef> refs;
+  for (const auto* p : {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_, &proj_weight_, &proj_bias_,
+                        &ln2_weight_, &ln2_bias_, &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_})
+    refs.push_back((*p)->ref);
+  return refs;
+}
+
+void RefBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) {
+  const Partition& p = *part_;
+  const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
+  const int64_t n = p.tokens(), hl = p.local_hidden(), fl = p.local_ffn();
+  const float eps = p.model.layernorm_eps;
+  check_host_tensor(in, DType::F32, {s, b, h}, name_ + " forward: in");
+  check_host_tensor(out, DType::F32, {s, b, h}, name_ + " forward: out");
+  if (save) saved_.require_free(mb.slot);
+
+  BlockActivations a(p);
+  std::copy(in.as<float>(), in.as<float>() + n * h, a.x.begin());  // `out` may be `in`
+  layer_norm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
+                     ln1_weight_->value(), ln1_bias_->value(), n, h, eps);
+  linear_forward(a.qkv.data(), a.ln1.data(), qkv_weight_->value(), qkv_bias_->value(), n, h, 3 * hl);
+  const AttentionShape shape{s, b, p.local_heads(), p.head_dim()};
+  attention_forward(a.attn.data(), a.probs.data(), a.qkv.data(), shape);
+  std::vector<float> partial = zeros(n * h);
+  linear_forward(partial.data(), a.attn.data(), proj_weight_->value(), nullptr, n, hl, h);
+  reduce_bias_dropout_add(a.residual.data(), partial, proj_bias_->value(), a.x.data(), p, mb,
+                          attention_dropout_site(layer_));
+
+  layer_norm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.residual.data(),
+                     ln2_weight_->value(), ln2_bias_->value(), n, h, eps);
+  linear_forward(a.fc1.data(), a.ln2.data(), fc1_weight_->value(), fc1_bias_->value(), n, h, fl);
+  gelu_forward(a.gelu.data(), a.fc1.data(), n * fl);
+  linear_forward(partial.data(), a.gelu.data(), fc2_weight_->value(), nullptr, n, fl, h);
+  reduce_bias_dropout_add(out.as<float>(), partial, fc2_bias_->value(), a.residual.data(), p, mb,
+                          mlp_dropout_site(layer_));
+
+  if (save) saved_.put(mb.slot, std::move(a));
+}
+
+void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
+  const Partition& p = *part_;
+  const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
+  const int64_t n = p.tokens(), hl = p.local_hidden(), fl = p.local_ffn();
+  check_host_tensor(dout, DType::F32, {s, b, h}, name_ + " backward: dout");
+  check_host_tensor(din, DType::F32, {s, b, h}, name_ + " backward: din");
+  BlockActivations a = saved_.take(mb.slot);
+
+  // Gradient of the residual stream, first at the block output (`din` may be `dout`).
+  std::vector<float> dresidual(dout.as<float>(), dout.as<float>() + n * h);
+
+  // MLP half. The forward all-reduce is an identity for the gradient: every rank has all of it.
+  std::vector<float> dbranch = dresidual;
+  apply_dropout(dbranch.data(), p.model, mb, mlp_dropout_site(layer_));
+  std::vector<float> dgelu = zeros(n * fl), dfc1 = zeros(n * fl), dln = zeros(n * h);
+  linear_backward(dgelu.data(), fc2_weight_->grad(), fc2_bias_->grad(), dbranch.data(), a.gelu.data(),
+                  fc2_weight_->value(), n, fl, h);
+  gelu_backward(dfc1.data(), a.fc1.data(), dgelu.data(), n * fl);
+  linear_backward(dln.data(), fc1_weight_->grad(), fc1_bias_->grad(), dfc1.data(), a.ln2.data(),
+                  fc1_weight_->value(), n, h, fl);
+  p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
+  layer_norm_backward(dresidual.data(), ln2_weight_->grad(), ln2_bias_->grad(), dln.data(),
+                      a.residual.data(), ln2_weight_->value(), a.ln2_mean.data(), a.ln2_rstd.data(), n, h);
+
+  // Attention half.
+  dbranch = dresidual;
+  apply_dropout(dbranch.data(), p.model, mb, attention_dropout_site(layer_));
+  std::vector<float> dattn = zeros(n * hl), dqkv = zeros(n * 3 * hl);
+  linear_backward(dattn.data(), proj_weight_->grad(), proj_bias_->grad(), dbranch.data(), a.attn.data(),
+                  proj_weight_->value(), n, hl, h);
+  attention_backward(dqkv.data(), dattn.data(), a.qkv.data(), a.probs.data(),
+                     AttentionShape{s, b, p.local_heads(), p.head_dim()});
+  linear_backward(dln.data(), qkv_weight_->grad(), qkv_bias_->grad(), dqkv.data(), a.ln1.data(),
+                  qkv_weight_->value(), n, h, 3 * hl);
+  p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
+  layer_norm_backward(dresidual.data(), ln1_weight_->grad(), ln1_bias_->grad(), dln.data(), a.x.data(),
+                      ln1_weight_->value(), a.ln1_mean.data(), a.ln1_rstd.data(), n, h);
+
+  std::copy(dresidual.begin(), dresidual.end(), din.as<float>());
+}
+
+void RefBlock::release(int slot) { saved_.release(slot); }
+
+}  // namespace ptdp::kref

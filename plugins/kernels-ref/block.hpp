@@ -1,0 +1,54 @@
+#pragma once
+// One pre-LayerNorm transformer block, tensor-parallel as in Megatron:
+//   r = x + dropout(proj(attention(qkv(ln1(x)))))      qkv column-, proj row-parallel
+//   y = r + dropout(fc2(gelu(fc1(ln2(r)))))            fc1 column-, fc2 row-parallel
+// The row-parallel GEMMs produce partial sums that one all-reduce completes (forward); the
+// gradients entering the two LayerNorms are completed the same way (backward). The biases of
+// the row-parallel GEMMs are whole on every rank and added once, after the all-reduce.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ptdp/layer_kernels.hpp>
+
+#include "parameter.hpp"
+#include "partition.hpp"
+#include "saved_slots.hpp"
+
+namespace ptdp::kref {
+
+// What the backward of one microbatch needs, all of it this rank's.
+struct BlockActivations {
+  BlockActivations() = default;
+  explicit BlockActivations(const Partition& p);  // every buffer sized, zeroed
+
+  std::vector<float> x;                        // [s, b, h] block input
+  std::vector<float> ln1, ln1_mean, ln1_rstd;  // [s, b, h], [s, b], [s, b]
+  std::vector<float> qkv;                      // [s, b, 3 * h/t]
+  std::vector<float> probs;                    // [b, heads/t, s, s]
+  std::vector<float> attn;                     // [s, b, h/t]
+  std::vector<float> residual;                 // [s, b, h] after the attention half
+  std::vector<float> ln2, ln2_mean, ln2_rstd;
+  std::vector<float> fc1;                      // [s, b, ffn/t] before GeLU
+  std::vector<float> gelu;                     // [s, b, ffn/t]
+};
+
+class RefBlock final : public TransformerBlock {
+ public:
+  RefBlock(std::shared_ptr<const Partition> partition, int layer_index);
+
+  std::vector<ParamRef> parameters() override;
+  void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) override;
+  void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) override;
+  void release(int slot) override;
+
+ private:
+  std::shared_ptr<const Partition> part_;
+  int layer_;
+  std::string name_;  // "layers.<i>", for parameter names and messages
+  std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+  std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
+  SavedSlots<BlockActivations> saved_;
+};
+
+}  // namespace ptdp::kref

@@ -1,0 +1,80 @@
+#include "head.hpp"
+
+#include <algorithm>
+
+#include "layer_norm.hpp"
+#include "linear.hpp"
+#include "tensor_checks.hpp"
+#include "vocab_parallel_cross_entropy.hpp"
+
+namespace ptdp::kref {
+
+RefHead::RefHead(std::shared_ptr<const Partition> partition, std::shared_ptr<Parameter> word)
+    : part_(std::move(partition)), word_(std::move(word)), owns_word_(word_ == nullptr), saved_("head") {
+  const ModelSpec& m = part_->model;
+  ln_weight_ = replicated_parameter("head.ln.weight", {m.hidden}, false);
+  ln_bias_ = replicated_parameter("head.ln.bias", {m.hidden}, false);
+  if (owns_word_) word_ = sharded_parameter("embedding.word", {m.padded_vocab, m.hidden}, 0, *part_, true);
+}
+
+std::vector<ParamRef> RefHead::parameters() {
+  std::vector<ParamRef> refs{ln_weight_->ref, ln_bias_->ref};
+  // A shared word matrix is listed (and updated) by the embedding layer that owns it.
+  if (owns_word_) refs.push_back(word_->ref);
+  return refs;
+}
+
+void RefHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss,
+                      bool save) {
+  const Partition& p = *part_;
+  const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
+  const int64_t n = p.tokens(), vl = p.local_vocab();
+  check_host_tensor(in, DType::F32, {s, b, h}, "head forward: in");
+  check_host_tensor(targets, DType::I32, {s, b}, "head forward: targets");
+  check_host_tensor(loss, DType::F32, {1}, "head forward: loss");
+  check_token_ids(targets.as<int32_t>(), s, b, p.model.vocab, "head forward: target");
+  if (save) saved_.require_free(mb.slot);
+
+  HeadActivations a;
+  a.x.assign(in.as<float>(), in.as<float>() + n * h);
+  a.targets.assign(targets.as<int32_t>(), targets.as<int32_t>() + n);
+  a.ln.assign(n * h, 0.0f);
+  a.mean.assign(n, 0.0f);
+  a.rstd.assign(n, 0.0f);
+  layer_norm_forward(a.ln.data(), a.mean.data(), a.rstd.data(), a.x.data(), ln_weight_->value(),
+                     ln_bias_->value(), n, h, p.model.layernorm_eps);
+  a.logits.assign(n * vl, 0.0f);
+  linear_forward(a.logits.data(), a.ln.data(), word_->value(), nullptr, n, h, vl);
+  a.logsumexp.assign(n, 0.0f);
+  std::vector<float> losses(n);
+  vocab_parallel_cross_entropy_forward(losses.data(), a.logsumexp.data(), a.logits.data(),
+                                       a.targets.data(), n, p);
+  double sum = 0.0;
+  for (float l : losses) sum += l;
+  *loss.as<float>() = static_cast<float>(sum / n);
+
+  if (save) saved_.put(mb.slot, std::move(a));
+}
+
+void RefHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
+  const Partition& p = *part_;
+  const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
+  const int64_t n = p.tokens(), vl = p.local_vocab();
+  check_host_tensor(din, DType::F32, {s, b, h}, "head backward: din");
+  HeadActivations a = saved_.take(mb.slot);
+
+  // The loss is the mean over the n tokens.
+  std::vector<float> dlogits(n * vl);
+  vocab_parallel_cross_entropy_backward(dlogits.data(), a.logits.data(), a.logsumexp.data(),
+                                        a.targets.data(), loss_scale / static_cast<float>(n), n, p);
+  std::vector<float> dln(n * h), dx(n * h, 0.0f);
+  linear_backward(dln.data(), word_->grad(), nullptr, dlogits.data(), a.ln.data(), word_->value(), n, h, vl);
+  p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
+  layer_norm_backward(dx.data(), ln_weight_->grad(), ln_bias_->grad(), dln.data(), a.x.data(),
+                      ln_weight_->value(), a.mean.data(), a.rstd.data(), n, h);
+  std::copy(dx.begin(), dx.end(), din.as<float>());
+}
+
+void RefHead::release(int slot) { saved_.release(slot); }
+
+}  // namespace ptdp::kref

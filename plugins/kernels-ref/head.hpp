@@ -1,0 +1,42 @@
+#pragma once
+// Final LayerNorm, logits from the word embedding (vocab-parallel: each rank computes the
+// logits of its vocab rows) and the cross entropy of those logits, averaged over the s*b tokens.
+#include <memory>
+#include <vector>
+
+#include <ptdp/layer_kernels.hpp>
+
+#include "parameter.hpp"
+#include "partition.hpp"
+#include "saved_slots.hpp"
+
+namespace ptdp::kref {
+
+struct HeadActivations {
+  std::vector<float> x;                  // [s, b, h] head input
+  std::vector<float> ln, mean, rstd;     // [s, b, h], [s, b], [s, b]
+  std::vector<float> logits;             // [s, b, padded_vocab / t] this rank's columns
+  std::vector<float> logsumexp;          // [s, b] over the whole vocabulary
+  std::vector<int32_t> targets;          // [s, b]
+};
+
+class RefHead final : public HeadLayer {
+ public:
+  // word: the tied embedding's word matrix, shared with it; null to own a copy.
+  RefHead(std::shared_ptr<const Partition> partition, std::shared_ptr<Parameter> word);
+
+  std::vector<ParamRef> parameters() override;
+  void forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss,
+               bool save) override;
+  void backward(const MicroBatch& mb, float loss_scale, Tensor din) override;
+  void release(int slot) override;
+
+ private:
+  std::shared_ptr<const Partition> part_;
+  std::shared_ptr<Parameter> ln_weight_, ln_bias_;
+  std::shared_ptr<Parameter> word_;
+  bool owns_word_;
+  SavedSlots<HeadActivations> saved_;
+};
+
+}  // namespace ptdp::kref

@@ -1,0 +1,34 @@
+#pragma once
+// This rank's share of the model across the tensor-parallel group: the model, the rank's place
+// in the group, and the widths of everything the Megatron partitioning splits.
+#include <cstdint>
+
+#include <ptdp/layer_kernels.hpp>
+
+namespace ptdp::kref {
+
+struct Partition {
+  ModelSpec model;
+  int rank = 0;
+  int size = 1;
+  Communicator* group = nullptr;  // null only when size == 1
+
+  int64_t tokens() const { return int64_t{model.seq_len} * model.micro_batch; }  // s * b
+  int64_t head_dim() const { return model.hidden / model.heads; }
+  int64_t local_heads() const { return model.heads / size; }
+  int64_t local_hidden() const { return local_heads() * head_dim(); }  // width of q, k and v
+  int64_t local_ffn() const { return model.ffn_hidden / size; }
+  int64_t local_vocab() const { return model.padded_vocab / size; }
+  int64_t vocab_begin() const { return local_vocab() * rank; }
+  // Columns of this rank's vocab shard that are real tokens (the rest is padding).
+  int64_t valid_vocab() const;
+
+  // In-place reduction over the group; nothing to do on a single rank.
+  void all_reduce(float* data, int64_t count, ReduceOp op) const;
+};
+
+// Checks everything the partitioning relies on (divisibility, the group's size and rank) and
+// throws ptdp::Error naming the offending field otherwise.
+Partition make_partition(const KernelsBinding& binding);
+
+}  // namespace ptdp::kref

@@ -1,0 +1,52 @@
+#pragma once
+// kernels-ref: the LayerKernels backend on the CPU in fp32, the definition of correct that every
+// other backend is compared with. Tests link it directly (target ptdp-kernels-ref-impl); the
+// plugin (libptdp-kernels-ref.so) wraps the same class. Parameter names, shapes and the way each
+// is split over the tensor-parallel group are described in README.md next to this file.
+#include <memory>
+#include <vector>
+
+#include <ptdp/config.hpp>
+#include <ptdp/layer_kernels.hpp>
+
+namespace ptdp::kref {
+
+struct Partition;
+
+struct RefKernelsOptions {
+  int threads = 1;  // OpenBLAS threads (a process-wide setting)
+
+  static RefKernelsOptions from_config(const ConfigView& config);
+};
+
+class RefKernels : public LayerKernels {
+ public:
+  explicit RefKernels(const RefKernelsOptions& options = {});
+
+  void bind(const KernelsBinding& binding) override;
+  Device device() const override { return Device{MemoryKind::Host, 0}; }
+  DType activation_dtype() const override { return DType::F32; }
+
+  std::shared_ptr<EmbeddingLayer> make_embedding() override;
+  std::shared_ptr<TransformerBlock> make_block(int layer_index) override;
+  std::shared_ptr<HeadLayer> make_head(EmbeddingLayer* tied) override;
+
+  OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) override;
+  void copy_from_host(Tensor dst, const void* src) override;
+  void copy_to_host(void* dst, const Tensor& src) override;
+  void copy(Tensor dst, const Tensor& src) override;
+  void fill_zero(Tensor t) override;
+  double sum_squares(const std::vector<Tensor>& tensors) override;
+  void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override;
+  // Masters are the working weights here, so there is nothing to refresh.
+  void params_updated() override {}
+  void synchronize() override {}
+  void* stream() override { return nullptr; }
+
+ private:
+  const Partition& bound(const char* what) const;
+
+  std::shared_ptr<const Partition> partition_;
+};
+
+}  // namespace ptdp::kref

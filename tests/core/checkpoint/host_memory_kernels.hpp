@@ -1,0 +1,43 @@
+#pragma once
+// A LayerKernels that only moves host memory: what CheckpointManager needs. Making layers or
+// stepping the optimizer is not part of these tests and throws.
+#include <cstdlib>
+#include <cstring>
+
+#include <ptdp/layer_kernels.hpp>
+
+namespace ptdp::test {
+
+class HostMemoryKernels final : public LayerKernels {
+ public:
+  int params_updated_calls = 0;
+
+  void bind(const KernelsBinding&) override { unused("bind"); }
+  Device device() const override { return Device{}; }
+  DType activation_dtype() const override { return DType::F32; }
+  std::shared_ptr<EmbeddingLayer> make_embedding() override { unused("make_embedding"); }
+  std::shared_ptr<TransformerBlock> make_block(int) override { unused("make_block"); }
+  std::shared_ptr<HeadLayer> make_head(EmbeddingLayer*) override { unused("make_head"); }
+  OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) override {
+    Tensor view{nullptr, dtype, shape, Device{}};
+    std::shared_ptr<void> storage(std::calloc(view.bytes() + 1, 1), std::free);
+    view.data = storage.get();
+    return OwnedTensor{view, storage};
+  }
+  void copy_from_host(Tensor dst, const void* src) override { std::memcpy(dst.data, src, dst.bytes()); }
+  void copy_to_host(void* dst, const Tensor& src) override { std::memcpy(dst, src.data, src.bytes()); }
+  void copy(Tensor dst, const Tensor& src) override { std::memcpy(dst.data, src.data, src.bytes()); }
+  void fill_zero(Tensor t) override { std::memset(t.data, 0, t.bytes()); }
+  double sum_squares(const std::vector<Tensor>&) override { unused("sum_squares"); }
+  void adam_step(const std::vector<ParamRef>&, const AdamStep&) override { unused("adam_step"); }
+  void params_updated() override { ++params_updated_calls; }
+  void synchronize() override {}
+  void* stream() override { return nullptr; }
+
+ private:
+  [[noreturn]] static void unused(const char* what) {
+    throw Error(std::string("HostMemoryKernels::") + what + " is not part of the checkpoint tests");
+  }
+};
+
+}  // namespace ptdp::test

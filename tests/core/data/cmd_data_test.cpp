@@ -1,0 +1,130 @@
+// ptdp-host data encode / info, run as a user would.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "data/token_dataset.hpp"
+#include "scratch_dir.hpp"
+
+namespace ptdp {
+namespace {
+
+using test::read_bytes;
+using test::ScratchDir;
+using test::write_bytes;
+
+struct HostResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+HostResult run_host(const std::string& args) {
+  std::string command = quoted(PTDP_TEST_HOST) + " " + args + " 2>&1";
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::vector<uint8_t> text_bytes(const std::string& text) { return {text.begin(), text.end()}; }
+
+TEST(HostDataCommand, EncodeThenInfo) {
+  ScratchDir dir;
+  const std::string text = dir.file("book.txt"), out = dir.file("book.bin");
+  std::string content;
+  for (int i = 0; i < 100; ++i) content += "hello world\n";
+  write_bytes(text, text_bytes(content));
+
+  HostResult encode = run_host("data encode " + quoted(text) + " " + quoted(out));
+  ASSERT_EQ(encode.exit_code, 0) << encode.output;
+  EXPECT_NE(encode.output.find("1200 tokens (u8"), std::string::npos) << encode.output;
+
+  auto dataset = TokenDataset::open(out);
+  EXPECT_EQ(dataset.format(), TokenFileFormat::Ptdp);
+  ASSERT_EQ(dataset.size(), 1200);
+  for (int64_t i = 0; i < dataset.size(); ++i)
+    ASSERT_EQ(dataset.token(i), static_cast<uint8_t>(content[static_cast<size_t>(i)]));
+
+  HostResult info = run_host("data info " + quoted(out));
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("format   ptdp\n"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("dtype    u8\n"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("tokens   1200\n"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("max      119 "), std::string::npos) << info.output;  // 'w'
+
+  HostResult text_info = run_host("data info " + quoted(text));
+  ASSERT_EQ(text_info.exit_code, 0) << text_info.output;
+  EXPECT_NE(text_info.output.find("format   text\n"), std::string::npos) << text_info.output;
+}
+
+TEST(HostDataCommand, EncodeWithAWiderDtype) {
+  ScratchDir dir;
+  const std::string text = dir.file("a.txt"), out = dir.file("a.bin");
+  write_bytes(text, text_bytes("abc"));
+  ASSERT_EQ(run_host("data encode --dtype u16 " + quoted(text) + " " + quoted(out)).exit_code, 0);
+  HostResult info = run_host("data info " + quoted(out));
+  EXPECT_NE(info.output.find("dtype    u16\n"), std::string::npos) << info.output;
+  EXPECT_EQ(read_bytes(out).size(), 24u + 3 * 2);
+
+  HostResult bad = run_host("data encode --dtype f32 " + quoted(text) + " " + quoted(out));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--dtype: unknown dtype 'f32'"), std::string::npos) << bad.output;
+}
+
+TEST(HostDataCommand, FailedEncodeKeepsAnExistingOut) {
+  ScratchDir dir;
+  const std::string text = dir.file("book.txt"), out = dir.file("book.bin");
+  write_bytes(text, text_bytes("first version"));
+  ASSERT_EQ(run_host("data encode " + quoted(text) + " " + quoted(out)).exit_code, 0);
+  const auto good = read_bytes(out);
+
+  HostResult missing = run_host("data encode " + quoted(dir.file("absent.txt")) + " " + quoted(out));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find(dir.file("absent.txt") + ": cannot open"), std::string::npos) << missing.output;
+  EXPECT_EQ(read_bytes(out), good);
+
+  write_bytes(text, text_bytes("second version"));
+  std::filesystem::create_directory(out + ".tmp");
+  HostResult blocked = run_host("data encode " + quoted(text) + " " + quoted(out));
+  EXPECT_EQ(blocked.exit_code, 1);
+  EXPECT_NE(blocked.output.find("cannot create " + out + ".tmp"), std::string::npos) << blocked.output;
+  EXPECT_EQ(read_bytes(out), good);
+  EXPECT_EQ(TokenDataset::open(out).size(), 13);  // "first version"
+}
+
+TEST(HostDataCommand, InfoOnAMalformedFileIsOneLine) {
+  ScratchDir dir;
+  const std::string path = dir.file("broken.bin");
+  std::vector<uint8_t> bytes = text_bytes(std::string("PTDPTOK") + '\0');
+  bytes.resize(24, 0);
+  bytes[8] = 1;   // version 1
+  bytes[12] = 1;  // u8
+  bytes[16] = 50; // 50 tokens, none present
+  write_bytes(path, bytes);
+  HostResult info = run_host("data info " + quoted(path));
+  EXPECT_EQ(info.exit_code, 1);
+  EXPECT_NE(info.output.find(path + ": truncated ptdp token file"), std::string::npos) << info.output;
+  EXPECT_EQ(std::count(info.output.begin(), info.output.end(), '\n'), 1) << info.output;
+}
+
+TEST(HostDataCommand, ShippedCorpusReadsAsText) {
+  HostResult info = run_host("data info " + quoted(std::string(PTDP_SOURCE_DIR) + "/data/corpus.txt"));
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("format   text\n"), std::string::npos) << info.output;
+  auto corpus = TokenDataset::open(std::string(PTDP_SOURCE_DIR) + "/data/corpus.txt");
+  EXPECT_GT(corpus.size(), 300000);
+  EXPECT_LE(corpus.size(), 2 * 1024 * 1024);
+  EXPECT_NO_THROW(corpus.check_vocab(256));
+}
+
+}  // namespace
+}  // namespace ptdp

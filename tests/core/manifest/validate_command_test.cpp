@@ -1,0 +1,84 @@
+// `ptdp-host validate`: exit 0 and a summary for a good manifest, exit 2 and one line naming file,
+// line and key for a broken one.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "manifest_test_support.hpp"
+
+namespace ptdp::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result run_host(const std::string& args) {
+  Result result;
+  const std::string command = std::string("'") + PTDP_TEST_HOST + "' " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) {
+    ADD_FAILURE() << "popen failed for " << command;
+    return result;
+  }
+  std::array<char, 4096> buffer{};
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TEST(ValidateCommand, GoodManifestExitsZeroWithASummary) {
+  TempDir dir;
+  const auto file = dir.write("good.toml", edited(kManifest, {{"vocab = 256", "vocab = 255"}}));
+  const Result r = run_host("validate '" + file.string() + "'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("8 = pipeline 2 x tensor 2 x data 2"));
+  EXPECT_THAT(r.output, HasSubstr("microbatches m = 4"));
+  EXPECT_THAT(r.output, HasSubstr("parameters   "));
+  EXPECT_THAT(r.output, HasSubstr("note         model.vocab 255 padded to 256 so tensor=2 divides it"));
+}
+
+TEST(ValidateCommand, BrokenManifestExitsTwoWithOneLine) {
+  TempDir dir;
+  const std::string text = edited(kManifest, {{"heads = 8", "heads = 6"}});
+  const auto file = dir.write("broken.toml", text);
+  const Result r = run_host("validate '" + file.string() + "'");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output, file.string() + ":" + std::to_string(line_of(text, "heads = 6")) +
+                          ":1: model.heads: hidden (64) must be divisible by heads (6)\n");
+}
+
+TEST(ValidateCommand, OverridesApplyAndAreNamed) {
+  TempDir dir;
+  const auto file = dir.write("good.toml", kManifest);
+  const Result ok = run_host("validate --set run.steps=3 --set parallel.recompute=full '" + file.string() + "'");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("recompute full"));
+  const Result bad = run_host("validate '" + file.string() + "' --set parallel.tensor=3");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.output, ::testing::StartsWith("--set parallel.tensor=3: parallel.tensor: "));
+}
+
+TEST(ValidateCommand, MissingFileExitsTwo) {
+  const Result r = run_host("validate /nonexistent/ptdp.toml");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output, "/nonexistent/ptdp.toml: cannot read manifest: No such file or directory\n");
+}
+
+TEST(ValidateCommand, HelpDescribesSet) {
+  const Result r = run_host("validate --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("--set"));
+  EXPECT_THAT(r.output, HasSubstr("MANIFEST"));
+}
+
+}  // namespace
+}  // namespace ptdp::test

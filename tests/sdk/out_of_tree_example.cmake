@@ -1,0 +1,108 @@
+# cmake -DPTDP_BUILD_DIR=... -DEXAMPLE_SOURCE_DIR=... -DWORK_DIR=... -DCXX_COMPILER=...
+#       -DPLUGIN_INSTALL_DIR=... -P out_of_tree_example.cmake
+# Installs the ptdp build to WORK_DIR/prefix, builds the example plugin against it in
+# WORK_DIR/build, and checks the installed ptdp-host lists it as a loadable scheduler.
+cmake_minimum_required(VERSION 3.25)
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+set(build ${WORK_DIR}/build)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+run_step("install of ${PTDP_BUILD_DIR}" ${CMAKE_COMMAND} --install ${PTDP_BUILD_DIR} --prefix ${prefix})
+foreach(file include/ptdp/plugin.hpp include/ptdp/sdk.hpp bin/ptdp-host)
+  if(NOT EXISTS ${prefix}/${file})
+    message(FATAL_ERROR "install lacks ${file}")
+  endif()
+endforeach()
+
+# Every in-tree plugin of the build is installed next to the host.
+file(GLOB built_plugins RELATIVE ${PTDP_BUILD_DIR}/lib/ptdp ${PTDP_BUILD_DIR}/lib/ptdp/libptdp-*.so)
+file(GLOB installed_plugins RELATIVE ${prefix}/${PLUGIN_INSTALL_DIR} ${prefix}/${PLUGIN_INSTALL_DIR}/libptdp-*.so)
+list(SORT built_plugins)
+list(SORT installed_plugins)
+if(NOT "${built_plugins}" STREQUAL "${installed_plugins}")
+  message(FATAL_ERROR "installed plugins [${installed_plugins}] differ from built [${built_plugins}]")
+endif()
+
+# A fresh configure that can only find ptdp in the private prefix.
+run_step("configure of ${EXAMPLE_SOURCE_DIR}" ${CMAKE_COMMAND}
+  -S ${EXAMPLE_SOURCE_DIR} -B ${build}
+  -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+  -DCMAKE_PREFIX_PATH=${prefix}
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
+file(STRINGS ${build}/CMakeCache.txt ptdp_dir_line REGEX "^ptdp_DIR:")
+if(NOT ptdp_dir_line MATCHES "=${prefix}/")
+  message(FATAL_ERROR "the example found ptdp elsewhere: ${ptdp_dir_line}")
+endif()
+run_step("build of the example" ${CMAKE_COMMAND} --build ${build})
+set(plugin ${build}/libptdp-sched-gpipe.so)
+if(NOT EXISTS ${plugin})
+  message(FATAL_ERROR "the example built no ${plugin}")
+endif()
+
+run_step("ptdp-host plugins" ${CMAKE_COMMAND} -E env --unset=PTDP_PLUGIN_PATH
+  ${prefix}/bin/ptdp-host plugins --json --path ${build})
+set(doc "${step_output}")
+string(JSON search_first GET "${doc}" search_path 0)
+if(NOT search_first STREQUAL build)
+  message(FATAL_ERROR "search path starts with ${search_first}, not ${build}")
+endif()
+string(JSON search_count LENGTH "${doc}" search_path)
+set(found_install_dir OFF)
+math(EXPR last "${search_count} - 1")
+foreach(i RANGE ${last})
+  string(JSON dir GET "${doc}" search_path ${i})
+  if(dir STREQUAL "${prefix}/${PLUGIN_INSTALL_DIR}")
+    set(found_install_dir ON)
+  endif()
+endforeach()
+if(NOT found_install_dir)
+  message(FATAL_ERROR "the installed host does not search ${prefix}/${PLUGIN_INSTALL_DIR}:\n${doc}")
+endif()
+
+string(JSON refused_count LENGTH "${doc}" refused)
+if(refused_count GREATER 0)
+  math(EXPR last "${refused_count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON path GET "${doc}" refused ${i} path)
+    if(path STREQUAL plugin)
+      string(JSON error GET "${doc}" refused ${i} error)
+      message(FATAL_ERROR "the example plugin was refused: ${error}")
+    endif()
+  endforeach()
+endif()
+
+string(JSON plugin_count LENGTH "${doc}" plugins)
+set(found OFF)
+if(plugin_count GREATER 0)
+  math(EXPR last "${plugin_count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON path GET "${doc}" plugins ${i} path)
+    if(path STREQUAL plugin)
+      string(JSON name GET "${doc}" plugins ${i} name)
+      string(JSON kind GET "${doc}" plugins ${i} kind)
+      string(JSON abi GET "${doc}" plugins ${i} abi)
+      if(NOT name STREQUAL "sched-gpipe" OR NOT kind STREQUAL "scheduler" OR NOT abi STREQUAL "1.0")
+        message(FATAL_ERROR "the example loaded as ${name} (${kind}, ABI ${abi}), expected sched-gpipe (scheduler, ABI 1.0)")
+      endif()
+      set(found ON)
+    endif()
+  endforeach()
+endif()
+if(NOT found)
+  message(FATAL_ERROR "ptdp-host plugins did not list ${plugin}:\n${doc}")
+endif()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+message(STATUS "sched-gpipe built against ${prefix} and loaded as a scheduler")
