@@ -3,16 +3,20 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint_manager.hpp"
 #include "data/batch_sampler.hpp"
 #include "data/token_dataset.hpp"
 #include "launch/tcp_store.hpp"
-#include "metrics/flops.hpp"
+#include "manifest/model_math.hpp"
 #include "metrics/learning_rate.hpp"
 #include "metrics/metrics_log.hpp"
+#include "metrics/progress_line.hpp"
 #include "plugin/plugin_registry.hpp"
 #include "runtime/gradient_sync.hpp"
 #include "runtime/model_chunk.hpp"
@@ -98,6 +102,8 @@ class RankTrainer {
   double step_loss(const Tensor& losses, int microbatches);
   double validation_loss(int64_t step);
   void write_trace(const TimelineRecorder& timeline);
+  int64_t open_checkpoints();  // returns the step to start from
+  void save_checkpoint(int64_t completed_steps);
 
   const RunConfig& cfg_;
   RankIdentity id_;
@@ -111,7 +117,38 @@ class RankTrainer {
   ParallelGroups groups_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ParamRef> params_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
 };
+
+int64_t RankTrainer::open_checkpoints() {
+  if (cfg_.checkpoint.dir.empty()) return 0;
+  PluginRegistry registry(PluginRegistry::default_search_path(cfg_.plugins.search_path));
+  const auto& info = registry.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
+  auto store = create_plugin<CheckpointStore>(info, options_of(cfg_, "checkpoint"), id_.rank, id_.world_size);
+  store->open(cfg_.checkpoint.dir);
+  CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
+  checkpoints_ = std::make_unique<CheckpointManager>(store, *kernels_, role);
+  if (!cfg_.checkpoint.resume) return 0;
+  const auto latest = checkpoints_->latest_step();
+  if (!latest) return 0;
+  PTDP_CHECK(*latest <= cfg_.run.steps,
+             fmt::format("{}: checkpoint step {} is beyond run.steps = {}", cfg_.checkpoint.dir, *latest, cfg_.run.steps));
+  checkpoints_->load(*latest, params_);
+  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", cfg_.checkpoint.dir, *latest);
+  return *latest;
+}
+
+void RankTrainer::save_checkpoint(int64_t completed_steps) {
+  const nlohmann::json metadata = {
+      {"step", completed_steps},
+      {"manifest", cfg_.source},
+      {"layout", {{"pipeline", topology_.pipeline()}, {"tensor", topology_.tensor()}, {"data", topology_.data()},
+                  {"virtual_stages", cfg_.parallel.virtual_stages}}},
+      {"model", {{"layers", cfg_.model.layers}, {"hidden", cfg_.model.hidden}, {"heads", cfg_.model.heads},
+                 {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}}};
+  checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
+  if (id_.rank == 0) spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
+}
 
 void RankTrainer::load_plugins() {
   PluginRegistry registry(PluginRegistry::default_search_path(cfg_.plugins.search_path));
@@ -213,6 +250,7 @@ void RankTrainer::run() {
   groups_ = build_parallel_groups(world_, topology_);
   build_model();
   initialize_parameters();
+  const int64_t first_step = open_checkpoints();
 
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
   const ScheduleShape shape{p, v, m};
@@ -228,8 +266,10 @@ void RankTrainer::run() {
   const TokenDataset dataset = TokenDataset::open(cfg_.data.path, cfg_.data.format);
   dataset.check_vocab(cfg_.model.vocab);
   const BatchSampler train(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, cfg_.data.val_fraction);
-  const BatchSampler validation(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Validation,
-                                cfg_.data.val_fraction);
+  // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
+  std::optional<BatchSampler> validation;
+  if (cfg_.data.val_every > 0)
+    validation.emplace(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Validation, cfg_.data.val_fraction);
   const int64_t per_replica = cfg_.parallel.global_batch / topology_.data();
   const int b = cfg_.parallel.micro_batch;
   auto loader_for = [&](const BatchSampler& sampler) -> MicrobatchLoader {
@@ -238,7 +278,8 @@ void RankTrainer::run() {
                          targets.as<int32_t>());
     };
   };
-  const MicrobatchLoader train_loader = loader_for(train), validation_loader = loader_for(validation);
+  const MicrobatchLoader train_loader = loader_for(train);
+  const MicrobatchLoader validation_loader = validation ? loader_for(*validation) : MicrobatchLoader{};
 
   PipelineExecutor executor(*kernels_, groups_, topology_, p, v, m, cfg_.parallel.scatter_gather, chunks_,
                             model_spec(cfg_), per_replica);
@@ -248,15 +289,19 @@ void RankTrainer::run() {
   const double flops = flops_per_step(cfg_);
   const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
   std::unique_ptr<MetricsLog> metrics;
-  if (id_.rank == 0 && !options_.metrics_path.empty()) metrics = std::make_unique<MetricsLog>(options_.metrics_path);
+  if (id_.rank == 0 && !options_.metrics_path.empty())
+    metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
   std::vector<Tensor> grads;
   for (const auto& param : params_) grads.push_back(param.grad);
 
   const auto start = std::chrono::steady_clock::now();
   const bool tracing = !options_.trace_path.empty();
-  for (int64_t step = 0; step < cfg_.run.steps; ++step) {
+  // Trace steps after the first one (warm-up) when the run has more than one step.
+  const int64_t trace_begin = first_step + (cfg_.run.steps - first_step > 1 ? 1 : 0);
+  const int64_t trace_end = std::min<int64_t>(cfg_.run.steps, trace_begin + options_.trace_steps);
+  for (int64_t step = first_step; step < cfg_.run.steps; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
-    timeline.set_enabled(tracing && step >= 1 && step <= options_.trace_steps);
+    timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
     for (const Tensor& g : grads) kernels_->fill_zero(g);
     executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
     timeline.span("flush: grad sync + optimizer", "optimizer", [&] {
@@ -289,6 +334,7 @@ void RankTrainer::run() {
     sm.lr = adam.lr;
     sm.tokens_per_s = static_cast<double>(tokens_per_step) / step_s;
     sm.tflops_per_gpu = flops / step_s / id_.world_size / 1e12;
+    sm.step_time_s = step_s;
     sm.elapsed_s = elapsed;
     const bool validate = cfg_.data.val_every > 0 && ((step + 1) % cfg_.data.val_every == 0 || step + 1 == cfg_.run.steps);
     if (validate) {
@@ -304,9 +350,11 @@ void RankTrainer::run() {
       if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
         spdlog::info("{}", progress_line(sm, cfg_.run.steps, elapsed));
     }
-    if (tracing && step == options_.trace_steps) write_trace(timeline);
+    if (tracing && step == trace_end - 1) write_trace(timeline);
+    if (checkpoints_ && cfg_.checkpoint.every > 0 &&
+        ((step + 1) % cfg_.checkpoint.every == 0 || step + 1 == cfg_.run.steps))
+      save_checkpoint(step + 1);
   }
-  if (tracing && cfg_.run.steps <= options_.trace_steps) write_trace(timeline);
   world_->barrier();
 }
 
