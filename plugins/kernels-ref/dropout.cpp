@@ -6,7 +6,7 @@ namespace ptdp::kref {
 
 void apply_dropout(float* x, const ModelSpec& model, const MicroBatch& mb, int site) {
   const float p = model.dropout;
-  if (p == 0.0f) return;
+  if (p == 0.0f || !mb.training) return;
   const float scale = 1.0f / (1.0f - p);
   const int64_t s = model.seq_len, b = model.micro_batch, h = model.hidden;
   for (int64_t pos = 0; pos < s; ++pos) {

@@ -63,6 +63,7 @@ struct MicroBatch {
   int slot = 0;               // index within this pipeline's step (0 .. m-1): keys saved state
   int64_t step = 0;           // optimizer step, part of the dropout key
   int64_t first_sample = 0;   // global index (in the step's global batch) of its first sequence
+  bool training = true;       // false for evaluation: no dropout
 };
 
 class EmbeddingLayer {
