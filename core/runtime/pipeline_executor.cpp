@@ -108,7 +108,8 @@ void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const Microbat
   ModelChunk& chunk = *model_chunks_.at(op.chunk);
   const ChunkLayout& layout = chunk.layout();
   const int vs = layout.virtual_stage;
-  const MicroBatch mb = microbatch(step, op.microbatch);
+  MicroBatch mb = microbatch(step, op.microbatch);
+  mb.training = training;
   constexpr int kActivation = static_cast<int>(Transfer::Payload::Activation);
   constexpr int kGradient = static_cast<int>(Transfer::Payload::Gradient);
 
