@@ -33,13 +33,4 @@ inline const char* flops_formula_name(const RunConfig& c) {
                                         : "72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) (no recomputation)";
 }
 
-// Idle fraction of a pipeline step: (p−1)/m for 1F1B and GPipe, (p−1)/(v·m) interleaved.
-inline double pipeline_bubble_fraction(int pipeline, int virtual_stages, int microbatches) {
-  return static_cast<double>(pipeline - 1) / (static_cast<double>(virtual_stages) * microbatches);
-}
-
-inline double pipeline_bubble_fraction(const RunConfig::Parallel& p) {
-  return pipeline_bubble_fraction(p.pipeline, p.virtual_stages, p.microbatches());
-}
-
 }  // namespace ptdp

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "manifest/model_math.hpp"
+#include "schedule/schedule_simulator.hpp"
 
 namespace ptdp {
 
@@ -29,7 +30,7 @@ std::string describe_run(const RunConfig& c) {
                                  p.pipeline, p.tensor, p.data, c.launch.nproc_per_node, c.launch.nnodes,
                                  c.launch.nnodes == 1 ? "" : "s"));
   line("pipeline", fmt::format("virtual_stages v = {}, microbatches m = {}, bubble (p-1)/(v*m) = {:.4f}",
-                               p.virtual_stages, p.microbatches(), pipeline_bubble_fraction(p)));
+                               p.virtual_stages, p.microbatches(), formula_bubble_fraction(ScheduleShape{p.pipeline, p.virtual_stages, p.microbatches()})));
   line("batch", fmt::format("micro_batch b = {}, global_batch B = {}, scatter_gather {}, recompute {}{}",
                             p.micro_batch, p.global_batch, p.scatter_gather ? "on" : "off", p.recompute,
                             recompute ? fmt::format(" (recompute_every {})", p.recompute_every) : ""));

@@ -55,18 +55,5 @@ TEST(ModelMath, FlopsFollowTheRecomputeSetting) {
   EXPECT_DOUBLE_EQ(flops_per_step(c), flops_per_step(c.model, 8, true));
 }
 
-TEST(ModelMath, BubbleFraction) {
-  EXPECT_DOUBLE_EQ(pipeline_bubble_fraction(1, 1, 8), 0.0);
-  EXPECT_DOUBLE_EQ(pipeline_bubble_fraction(4, 1, 8), 3.0 / 8);
-  EXPECT_DOUBLE_EQ(pipeline_bubble_fraction(4, 2, 8), 3.0 / 16);
-  RunConfig::Parallel p;
-  p.pipeline = 2;
-  p.virtual_stages = 2;
-  p.data = 2;
-  p.micro_batch = 2;
-  p.global_batch = 16;  // m = 4
-  EXPECT_DOUBLE_EQ(pipeline_bubble_fraction(p), 1.0 / 8);
-}
-
 }  // namespace
 }  // namespace ptdp

@@ -1,0 +1,49 @@
+#include "schedule/schedule_simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "schedule/schedule_error.hpp"
+#include "schedule/schedule_shape.hpp"
+
+namespace ptdp {
+namespace {
+
+void check_time(const char* name, double value, bool zero_allowed) {
+  if (!std::isfinite(value) || value < 0.0 || (!zero_allowed && value == 0.0))
+    throw Error(std::string("schedule simulation: ") + name + " must be " + (zero_allowed ? "at least 0" : "positive") +
+                " (got " + std::to_string(value) + ")");
+}
+
+}  // namespace
+
+SimulationResult simulate_schedule(const ScheduleShape& shape, const std::vector<InstructionStream>& streams,
+                                   const SimulationOptions& options) {
+  check_schedule_shape(shape);
+  check_time("the forward time", options.t_forward, false);
+  check_time("the backward time", options.t_backward, false);
+  check_time("the transfer latency", options.transfer_latency, true);
+  if (static_cast<int>(streams.size()) != shape.stages)
+    throw ScheduleError("schedule simulation: there are instruction streams for " + std::to_string(streams.size()) +
+                        " stages, expected p = " + std::to_string(shape.stages));
+
+  const ReplayTiming timing{options.t_forward / shape.chunks, options.t_backward / shape.chunks,
+                            options.transfer_latency};
+  StreamReplay replay = replay_streams(shape, streams, timing);
+  if (!replay.completed()) throw ScheduleError(deadlock_description(shape, streams, replay));
+
+  SimulationResult result;
+  result.timelines = std::move(replay.timelines);
+  for (double finish : replay.finish) result.makespan = std::max(result.makespan, finish);
+  result.ideal = shape.microbatches * (options.t_forward + options.t_backward);
+  result.bubble_fraction = (result.makespan - result.ideal) / result.ideal;
+  return result;
+}
+
+double formula_bubble_fraction(const ScheduleShape& shape) {
+  check_schedule_shape(shape);
+  return static_cast<double>(shape.stages - 1) / (static_cast<double>(shape.chunks) * shape.microbatches);
+}
+
+}  // namespace ptdp

@@ -1,0 +1,35 @@
+#pragma once
+// Timelines of a schedule: the verified instruction streams replayed with op times (the
+// execution model of instruction_stream.hpp, blocking groups included), and the pipeline bubble.
+//
+// bubble fraction = (makespan - ideal) / ideal, ideal = m·(t_f + t_b): the time one stage would
+// need with no pipeline at all. A chunk's Forward takes t_f / v and its Backward t_b / v.
+#include <vector>
+
+#include "schedule/instruction_stream.hpp"
+#include "schedule/stream_replay.hpp"
+
+namespace ptdp {
+
+struct SimulationOptions {
+  double t_forward = 1.0;         // one microbatch's forward through a whole stage (all v chunks)
+  double t_backward = 2.0;        // one microbatch's backward through a whole stage
+  double transfer_latency = 0.0;  // from the later of a transfer's two posts to its completion
+};
+
+struct SimulationResult {
+  std::vector<std::vector<TimedOp>> timelines;  // per stage, its compute ops in time
+  double makespan = 0.0;                        // when the last stage finished its stream
+  double ideal = 0.0;                           // m·(t_f + t_b)
+  double bubble_fraction = 0.0;
+};
+
+// Throws ScheduleError if the streams deadlock (verify_schedule() says why in more words) and
+// ptdp::Error for times that are not positive (latency: not negative) and finite.
+SimulationResult simulate_schedule(const ScheduleShape& shape, const std::vector<InstructionStream>& streams,
+                                   const SimulationOptions& options);
+
+// The paper's bubble fraction: (p - 1) / (v·m); (p - 1) / m for 1F1B and GPipe (v = 1).
+double formula_bubble_fraction(const ScheduleShape& shape);
+
+}  // namespace ptdp

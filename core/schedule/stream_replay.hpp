@@ -1,0 +1,50 @@
+#pragma once
+// Runs the instruction streams of all stages against each other under the execution model of
+// instruction_stream.hpp: compute takes its time, a group waits until every transfer in it is
+// matched by the peer's posted group, transfers between two stages match in posting order. The
+// verifier replays to find deadlocks and mismatched transfers; the simulator replays with op
+// times to get timelines. Whether the streams finish does not depend on the times.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "schedule/instruction_stream.hpp"
+
+namespace ptdp {
+
+struct ReplayTiming {
+  double forward = 1.0;           // one Forward through one chunk
+  double backward = 1.0;          // one Backward through one chunk
+  double transfer_latency = 0.0;  // from the later of the two posts to the transfer's completion
+};
+
+struct TimedOp {
+  ComputeOp op;
+  double start = 0.0;
+  double end = 0.0;
+};
+
+struct StreamReplay {
+  std::vector<std::vector<TimedOp>> timelines;  // per stage, the compute ops that ran
+  std::vector<double> finish;                   // per stage, when its last instruction completed
+  // Per stage, the first instruction that did not complete (the stream's size when it finished)
+  // and, if that is an exchange, its transfers that were never matched.
+  std::vector<size_t> stopped_at;
+  std::vector<std::vector<Transfer>> unmatched;
+  bool completed() const;
+};
+
+// Throws ScheduleError when the k-th send from one stage to another and the k-th receive there
+// describe different buffers, or a transfer names a peer outside the pipeline.
+StreamReplay replay_streams(const ScheduleShape& shape, const std::vector<InstructionStream>& streams,
+                            const ReplayTiming& timing);
+
+// "F3.1" for a compute instruction, "the exchange after F3.1" (or "before the first op") for a
+// group; used in every message that points into a stream.
+std::string instruction_position(const InstructionStream& stream, size_t index, int chunks);
+
+// One line naming every stage a replay left waiting, where it waits and for which transfers.
+std::string deadlock_description(const ScheduleShape& shape, const std::vector<InstructionStream>& streams,
+                                 const StreamReplay& replay);
+
+}  // namespace ptdp
