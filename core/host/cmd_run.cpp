@@ -48,7 +48,6 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   LaunchOptions launch;
   launch.master_addr = config.launch.master_addr;
   launch.master_port = config.launch.master_port;
-  launch.grace_period_s = 5.0;
   spdlog::info("{}: starting {} ranks (p={} t={} d={} v={})", config.source, nproc, config.parallel.pipeline,
                config.parallel.tensor, config.parallel.data, config.parallel.virtual_stages);
   return launch_local_ranks(nproc, argv, launch);

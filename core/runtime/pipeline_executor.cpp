@@ -58,7 +58,7 @@ MicroBatch PipelineExecutor::microbatch(int64_t step, int slot) const {
 
 int PipelineExecutor::tag(const Transfer& t) const {
   // Unique per (payload, microbatch, producing virtual stage) within a step.
-  return (t.virtual_stage * microbatches_ + t.microbatch) * 2 + (t.payload == Transfer::Payload::Gradient ? 1 : 0);
+  return (t.source_virtual_stage * microbatches_ + t.microbatch) * 2 + (t.payload == Transfer::Payload::Gradient ? 1 : 0);
 }
 
 void PipelineExecutor::exchange(const Instruction& instruction) {
@@ -74,12 +74,12 @@ void PipelineExecutor::exchange(const Instruction& instruction) {
   std::vector<BufferKey> sent;
   pipe.group_start();
   for (const Transfer& tr : instruction.transfers) {
-    const BufferKey key{static_cast<int>(tr.payload), tr.microbatch, tr.virtual_stage};
+    const BufferKey key{static_cast<int>(tr.payload), tr.microbatch, tr.source_virtual_stage};
     if (tr.direction == Transfer::Direction::Send) {
       auto found = buffers_.find(key);
       PTDP_CHECK(found != buffers_.end(),
                  fmt::format("stage {}: nothing to send for microbatch {} of virtual stage {}", me_.pp,
-                             tr.microbatch, tr.virtual_stage));
+                             tr.microbatch, tr.source_virtual_stage));
       const Tensor& full = found->second.view;
       pipe.send(scatter_gather_ ? full.flat_slice(me_.tp * (n / t), n / t) : full, tr.peer_stage, tag(tr));
       sent.push_back(key);
@@ -107,7 +107,7 @@ void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const Microbat
                                float loss_scale, bool training) {
   ModelChunk& chunk = *model_chunks_.at(op.chunk);
   const ChunkLayout& layout = chunk.layout();
-  const int vs = layout.virtual_stage;
+  const int vs = layout.source_virtual_stage;
   MicroBatch mb = microbatch(step, op.microbatch);
   mb.training = training;
   constexpr int kActivation = static_cast<int>(Transfer::Payload::Activation);

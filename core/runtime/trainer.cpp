@@ -25,6 +25,8 @@
 #include "runtime/topology.hpp"
 #include "schedule/chrome_trace.hpp"
 #include "schedule/instruction_stream.hpp"
+#include "schedule/pipeline_schedule.hpp"
+#include "schedule/schedule_simulator.hpp"
 
 namespace ptdp {
 namespace {
@@ -227,9 +229,9 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline) {
     const auto bytes = store_->get(fmt::format("trace/{}", r), std::chrono::milliseconds(
                                                                    static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
     const auto pos = topology_.position_of(r);
-    trace.name_process(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
+    trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
     for (const auto& s : nlohmann::json::parse(bytes.begin(), bytes.end()))
-      trace.add_span(r, 0, s["name"].get<std::string>(), s["cat"].get<std::string>(), s["ts"].get<double>(),
+      trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, 0, s["ts"].get<double>(),
                      s["dur"].get<double>());
   }
   trace.write(options_.trace_path);
@@ -238,7 +240,7 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline) {
 
 void RankTrainer::run() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.launch.timeout_s * 1000));
-  store_ = std::make_unique<TcpStore>(id_.rank, id_.world_size, id_.master_addr, id_.master_port, timeout);
+  store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
   load_plugins();
   CommInit init;
   init.rank = id_.rank;
@@ -254,13 +256,11 @@ void RankTrainer::run() {
 
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
   const ScheduleShape shape{p, v, m};
-  const auto ops = collect_schedule(*scheduler_, shape);
-  const auto streams = lower_schedule(shape, ops);
-  const ScheduleReport report = verify_schedule(shape, ops, streams);
+  const PipelineSchedule schedule = plan_schedule(*scheduler_, shape);
   if (id_.rank == 0)
-    spdlog::info("schedule {} verified: p={} v={} m={}, bubble {:.4f}, peak activations on stage 0: {}",
-                 cfg_.plugins.scheduler, p, v, m, formula_bubble_fraction(p, v, m), report.peak_activations.at(0));
-  const InstructionStream& stream = streams.at(me_.pp);
+    spdlog::info("schedule {} verified: p={} v={} m={}, bubble (p-1)/(v*m) = {:.4f}, peak activations on stage 0: {}",
+                 cfg_.plugins.scheduler, p, v, m, formula_bubble_fraction(shape), schedule.report.peak_activations.at(0));
+  const InstructionStream& stream = schedule.streams.at(me_.pp);
   const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
 
   const TokenDataset dataset = TokenDataset::open(cfg_.data.path, cfg_.data.format);
