@@ -1,0 +1,34 @@
+#pragma once
+// Starts the ranks of a single-node job as child processes and supervises them:
+// `ptdp-host run m.toml` with launch.nproc_per_node = N runs N copies of itself through this.
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ptdp {
+
+struct LaunchOptions {
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: a free port
+  // After one rank fails (or the launcher is interrupted) the others get SIGTERM, and SIGKILL
+  // once this has passed.
+  std::chrono::milliseconds grace{5000};
+  // Extra variables for every rank, on top of the launcher's own environment.
+  std::vector<std::pair<std::string, std::string>> env;
+  // Receives the launcher's one-line reports ("rank 3 exited with status 1"); default: stderr.
+  std::function<void(const std::string&)> report;
+};
+
+// Runs `argv` (argv[0] looked up in PATH; "/proc/self/exe" re-runs this program) as ranks
+// 0..nproc-1 with PTDP_RANK, PTDP_WORLD_SIZE, PTDP_LOCAL_RANK, PTDP_LOCAL_WORLD_SIZE,
+// PTDP_MASTER_ADDR and PTDP_MASTER_PORT set, and waits for all of them.
+// Output: rank 0 writes straight to the launcher's stdout and stderr (its progress reads as if
+// it ran alone); the lines of the other ranks are prefixed "[rank N] ".
+// The first rank to fail is reported, the others are terminated, and its status is returned
+// (exit code, or 128 + signal). SIGINT / SIGTERM to the launcher are forwarded to the ranks and
+// the result is 128 + that signal. 0 when every rank exits 0. Every child is reaped.
+int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const LaunchOptions& options);
+
+}  // namespace ptdp

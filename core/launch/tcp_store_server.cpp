@@ -1,0 +1,146 @@
+#include "launch/tcp_store_server.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "launch/store_protocol.hpp"
+#include "ptdp/error.hpp"
+
+namespace ptdp {
+
+using store_protocol::Op;
+using store_protocol::Status;
+
+TcpStoreServer::TcpStoreServer(int port, std::chrono::milliseconds linger)
+    : listener_(net::listen_tcp(port, 1024)), linger_(linger) {
+  port_ = net::local_port(listener_.get());
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("rendezvous: pipe(): ") + std::strerror(errno));
+  wake_read_ = net::FileDescriptor(fds[0]);
+  wake_write_ = net::FileDescriptor(fds[1]);
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  char stop = 1;
+  ssize_t ignored = ::write(wake_write_.get(), &stop, 1);
+  (void)ignored;
+  acceptor_.join();
+
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, linger_, [this] {
+    for (const Client& c : clients_)
+      if (!c.finished) return false;
+    return true;
+  });
+  stopping_ = true;
+  for (Client& c : clients_) ::shutdown(c.socket.get(), SHUT_RDWR);
+  changed_.notify_all();
+  lock.unlock();
+  for (Client& c : clients_) c.thread.join();
+}
+
+void TcpStoreServer::accept_loop() {
+  for (;;) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
+    int rc = ::poll(fds, 2, -1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;  // the client gave up before we accepted; it retries
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    std::lock_guard lock(mutex_);
+    Client& client = clients_.emplace_back();
+    client.socket = net::FileDescriptor(fd);
+    client.thread = std::thread([this, &client] { serve(&client); });
+  }
+}
+
+void TcpStoreServer::serve(Client* client) {
+  const int fd = client->socket.get();
+  std::vector<uint8_t> request;
+  try {
+    for (;;) {
+      if (store_protocol::recv_frame(fd, request, net::Clock::time_point::max()) != net::IoResult::Done)
+        break;
+      std::vector<uint8_t> response = handle(request);
+      if (store_protocol::send_frame(fd, response, net::Clock::time_point::max()) != net::IoResult::Done)
+        break;
+    }
+  } catch (const std::exception&) {
+    // A malformed or failing client only loses its own connection.
+  }
+  std::lock_guard lock(mutex_);
+  client->finished = true;
+  changed_.notify_all();
+}
+
+namespace {
+
+std::vector<uint8_t> respond(Status status, const void* data = nullptr, size_t size = 0) {
+  store_protocol::Writer w;
+  w.u8(static_cast<uint8_t>(status)).bytes(data, size);
+  return w.data();
+}
+
+std::vector<uint8_t> fail(const std::string& message) {
+  return respond(Status::Failed, message.data(), message.size());
+}
+
+}  // namespace
+
+std::vector<uint8_t> TcpStoreServer::handle(const std::vector<uint8_t>& request) {
+  store_protocol::Reader r(request);
+  const auto op = static_cast<Op>(r.u8());
+  const std::string key = r.string();
+  std::unique_lock lock(mutex_);
+  switch (op) {
+    case Op::Set: {
+      values_[key] = r.rest();
+      changed_.notify_all();
+      return respond(Status::Ok);
+    }
+    case Op::Get: {
+      const auto timeout = std::chrono::milliseconds(r.u64());
+      const bool found = changed_.wait_for(lock, timeout, [&] { return stopping_ || values_.count(key); });
+      if (stopping_) return fail("the store on rank 0 is shutting down");
+      if (!found) return respond(Status::TimedOut);
+      const std::vector<uint8_t>& v = values_[key];
+      return respond(Status::Ok, v.data(), v.size());
+    }
+    case Op::Add: {
+      const auto delta = static_cast<int64_t>(r.u64());
+      std::vector<uint8_t>& stored = values_[key];
+      int64_t value = 0;
+      if (!stored.empty()) {
+        auto [end, ec] = std::from_chars(reinterpret_cast<const char*>(stored.data()),
+                                         reinterpret_cast<const char*>(stored.data() + stored.size()), value);
+        if (ec != std::errc() || end != reinterpret_cast<const char*>(stored.data() + stored.size()))
+          return fail("key '" + key + "' holds a value that is not a counter");
+      }
+      value += delta;
+      const std::string text = std::to_string(value);
+      stored.assign(text.begin(), text.end());
+      changed_.notify_all();
+      store_protocol::Writer w;
+      w.u8(static_cast<uint8_t>(Status::Ok)).u64(static_cast<uint64_t>(value));
+      return w.data();
+    }
+  }
+  return fail("unknown store operation " + std::to_string(static_cast<int>(op)));
+}
+
+}  // namespace ptdp

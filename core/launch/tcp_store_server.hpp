@@ -1,0 +1,54 @@
+#pragma once
+// The rendezvous store's server: a key-value map served over TCP by threads inside rank 0's
+// process. A get waits on the server until its key is set, so clients never poll.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launch/socket_io.hpp"
+
+namespace ptdp {
+
+class TcpStoreServer {
+ public:
+  // Listens on every interface at `port` (0: a free port, see port()). On destruction it keeps
+  // serving connected clients for up to `linger`, so that ranks still reading keys rank 0 wrote
+  // just before it finished are not cut off.
+  TcpStoreServer(int port, std::chrono::milliseconds linger);
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  struct Client {
+    net::FileDescriptor socket;
+    std::thread thread;
+    bool finished = false;
+  };
+
+  void accept_loop();
+  void serve(Client* client);
+  std::vector<uint8_t> handle(const std::vector<uint8_t>& request);
+
+  net::FileDescriptor listener_;
+  net::FileDescriptor wake_read_, wake_write_;
+  int port_ = 0;
+  std::chrono::milliseconds linger_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;  // a value was set, a client left, or the server stops
+  std::map<std::string, std::vector<uint8_t>> values_;
+  std::list<Client> clients_;
+  bool stopping_ = false;
+  std::thread acceptor_;
+};
+
+}  // namespace ptdp

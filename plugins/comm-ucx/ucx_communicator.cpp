@@ -1,0 +1,178 @@
+#include "ucx_communicator.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "tag_layout.hpp"
+
+namespace ptdp::comm_ucx {
+
+namespace {
+
+UcxOptions options_from(const PluginContext& context) {
+  UcxOptions options;
+  if (context.config) {
+    options.transports = context.config->get_string("transports");
+    options.timeout_s = context.config->get_float("timeout_s");
+  }
+  return options;
+}
+
+}  // namespace
+
+UcxCommunicator::UcxCommunicator(const PluginContext& context) : options_(options_from(context)) {}
+
+UcxCommunicator::UcxCommunicator(UcxOptions options) : options_(std::move(options)) {}
+
+UcxCommunicator::UcxCommunicator(std::shared_ptr<UcxWorld> world, UcxOptions options, uint32_t id,
+                                 std::string name, std::vector<int> members, int rank)
+    : options_(std::move(options)), world_(std::move(world)), id_(id), name_(std::move(name)),
+      members_(std::move(members)), rank_(rank) {}
+
+UcxCommunicator::~UcxCommunicator() {
+  if (world_ && !grouped_.empty()) world_->discard(grouped_);
+}
+
+std::string UcxCommunicator::context(const char* op) const {
+  return "comm-ucx: rank " + std::to_string(rank_) + " (group '" + name_ + "'): " + op + ": ";
+}
+
+void UcxCommunicator::require_init(const std::string& ctx) const {
+  if (!world_) throw Error(ctx + "init() was not called");
+}
+
+void UcxCommunicator::start_collective(const std::string& ctx) {
+  world_->check_usable(ctx);
+  ++sequence_;
+}
+
+void UcxCommunicator::check_tensor(const std::string& ctx, const Tensor& t, const char* what) const {
+  if (t.device.kind != MemoryKind::Host)
+    throw Error(ctx + what + " is not in host memory; comm-ucx moves host memory only");
+  if (t.numel() > 0 && !t.data) throw Error(ctx + what + " has no data");
+}
+
+uint64_t UcxCommunicator::collective_tag(int sender) const {
+  return make_tag(id_, world_rank(sender), true, sequence_);
+}
+
+void UcxCommunicator::exchange(const std::string& ctx, const void* send_data, size_t send_bytes, int to,
+                               void* recv_data, size_t recv_bytes, int from) {
+  std::vector<Transfer> transfers;
+  if (recv_data) transfers.push_back(world_->post_recv(recv_data, recv_bytes, from, world_rank(from), collective_tag(from)));
+  if (send_data) transfers.push_back(world_->post_send(send_data, send_bytes, to, world_rank(to), collective_tag(rank_)));
+  world_->wait(transfers, ctx);
+}
+
+void UcxCommunicator::send_to_each(const std::string& ctx,
+                                   const std::vector<std::pair<int, std::pair<const char*, size_t>>>& to) {
+  std::vector<Transfer> transfers;
+  for (const auto& [peer, data] : to)
+    transfers.push_back(world_->post_send(data.first, data.second, peer, world_rank(peer), collective_tag(rank_)));
+  world_->wait(transfers, ctx);
+}
+
+void UcxCommunicator::init(const CommInit& init) {
+  if (world_) throw Error(context("init") + "init() was already called");
+  world_ = std::make_shared<UcxWorld>(options_, init);
+  id_ = 0;
+  name_ = "world";
+  rank_ = init.rank;
+  members_.resize(static_cast<size_t>(init.size));
+  std::iota(members_.begin(), members_.end(), 0);
+  if (!early_abort_.empty()) world_->abort(early_abort_);
+  // Every rank has connected once init returns, so wrong addresses or transports show here.
+  const std::string ctx = context("init");
+  start_collective(ctx);
+  dissemination_barrier(ctx);
+}
+
+std::shared_ptr<Communicator> UcxCommunicator::split(int color, int key, const std::string& name) {
+  const std::string ctx = context("split");
+  require_init(ctx);
+  const int n = size();
+  int32_t mine[3] = {color, key, static_cast<int32_t>(world_->next_comm_id())};
+  std::vector<int32_t> all(static_cast<size_t>(3 * n));
+  all_gather(Tensor{mine, DType::I32, {3}, {}}, Tensor{all.data(), DType::I32, {3 * n}, {}});
+
+  // A fresh id above any this group's ranks use, so the new group's tags are its own.
+  uint32_t id = 0;
+  for (int r = 0; r < n; ++r) id = std::max(id, static_cast<uint32_t>(all[static_cast<size_t>(3 * r + 2)]));
+  if (id > kMaxCommId) throw Error(ctx + "more than " + std::to_string(kMaxCommId) + " communicators");
+  world_->set_next_comm_id(id + 1);
+  if (color < 0) return nullptr;
+
+  std::vector<int> ranks;
+  for (int r = 0; r < n; ++r)
+    if (all[static_cast<size_t>(3 * r)] == color) ranks.push_back(r);
+  std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+    return all[static_cast<size_t>(3 * a + 1)] < all[static_cast<size_t>(3 * b + 1)];
+  });
+  std::vector<int> members;
+  int new_rank = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == rank_) new_rank = static_cast<int>(i);
+    members.push_back(world_rank(ranks[i]));
+  }
+  return std::make_shared<UcxCommunicator>(world_, options_, id, name, std::move(members), new_rank);
+}
+
+void UcxCommunicator::group_start() { ++group_depth_; }
+
+void UcxCommunicator::group_end() {
+  const std::string ctx = context("group_end");
+  require_init(ctx);
+  if (group_depth_ == 0) throw Error(ctx + "group_end() without group_start()");
+  if (--group_depth_ > 0) return;
+  world_->wait(grouped_, context("grouped send/recv"));
+}
+
+void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
+  const std::string ctx = context("send");
+  require_init(ctx);
+  check_tensor(ctx, buffer, "buffer");
+  if (peer < 0 || peer >= size())
+    throw Error(ctx + "peer " + std::to_string(peer) + " outside group of " + std::to_string(size()) + " ranks");
+  if (tag < 0) throw Error(ctx + "tag " + std::to_string(tag) + " is negative");
+  world_->check_usable(ctx);
+  Transfer t = world_->post_send(buffer.data, buffer.bytes(), peer, world_rank(peer),
+                                 make_tag(id_, world_rank(rank_), false, static_cast<uint32_t>(tag)));
+  grouped_.push_back(t);
+  if (group_depth_ == 0) world_->wait(grouped_, ctx);
+}
+
+void UcxCommunicator::recv(Tensor buffer, int peer, int tag) {
+  const std::string ctx = context("recv");
+  require_init(ctx);
+  check_tensor(ctx, buffer, "buffer");
+  if (peer < 0 || peer >= size())
+    throw Error(ctx + "peer " + std::to_string(peer) + " outside group of " + std::to_string(size()) + " ranks");
+  if (tag < 0) throw Error(ctx + "tag " + std::to_string(tag) + " is negative");
+  world_->check_usable(ctx);
+  Transfer t = world_->post_recv(buffer.data, buffer.bytes(), peer, world_rank(peer),
+                                 make_tag(id_, world_rank(peer), false, static_cast<uint32_t>(tag)));
+  grouped_.push_back(t);
+  if (group_depth_ == 0) world_->wait(grouped_, ctx);
+}
+
+void UcxCommunicator::barrier() {
+  const std::string ctx = context("barrier");
+  require_init(ctx);
+  start_collective(ctx);
+  dissemination_barrier(ctx);
+}
+
+void UcxCommunicator::dissemination_barrier(const std::string& ctx) {
+  // Round k: tell rank+k, hear from rank-k. After ceil(log2 n) rounds everyone heard from all.
+  const int n = size();
+  char token = 0, heard = 0;
+  for (int k = 1; k < n; k <<= 1)
+    exchange(ctx, &token, 1, (rank_ + k) % n, &heard, 1, (rank_ - k + n) % n);
+}
+
+void UcxCommunicator::abort(const std::string& reason) {
+  if (world_) world_->abort(reason);
+  else early_abort_ = reason;
+}
+
+}  // namespace ptdp::comm_ucx

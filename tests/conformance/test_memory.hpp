@@ -1,0 +1,60 @@
+#pragma once
+// Where the suite's buffers live: host memory for communicators that move host memory, device
+// memory (filled from and read back into host vectors) for those that move only device memory.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "ptdp/tensor.hpp"
+
+namespace ptdp::conformance {
+
+class TestMemory {
+ public:
+  virtual ~TestMemory() = default;
+  virtual Device device() const = 0;
+  virtual std::shared_ptr<void> allocate(size_t bytes) = 0;
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  // The stream handed to Communicator::bind_stream (nullptr on the host).
+  virtual void* stream() = 0;
+  // Waits for everything enqueued on stream().
+  virtual void synchronize() = 0;
+};
+
+// Memory a communicator declaring `memory_kinds` can move; host memory when it can.
+// Throws when this build has no memory of any kind the communicator moves.
+std::unique_ptr<TestMemory> memory_for(uint32_t memory_kinds, int local_rank);
+
+template <class T>
+constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::F32; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
+template <> constexpr DType dtype_of<uint16_t>() { return DType::BF16; }  // raw bf16 bits
+
+// A buffer of `count` elements of T in the test memory.
+template <class T>
+class Buffer {
+ public:
+  Buffer(TestMemory& memory, size_t count)
+      : memory_(&memory), count_(count), storage_(memory.allocate(std::max<size_t>(count, 1) * sizeof(T))) {}
+  Buffer(TestMemory& memory, const std::vector<T>& values) : Buffer(memory, values.size()) { upload(values); }
+
+  void upload(const std::vector<T>& values) { memory_->upload(storage_.get(), values.data(), values.size() * sizeof(T)); }
+  std::vector<T> download() {
+    memory_->synchronize();
+    std::vector<T> values(count_);
+    memory_->download(values.data(), storage_.get(), count_ * sizeof(T));
+    return values;
+  }
+  Tensor tensor() const { return Tensor{storage_.get(), dtype_of<T>(), {static_cast<int64_t>(count_)}, memory_->device()}; }
+
+ private:
+  TestMemory* memory_;
+  size_t count_;
+  std::shared_ptr<void> storage_;
+};
+
+}  // namespace ptdp::conformance
