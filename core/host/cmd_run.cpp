@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "command_registry.hpp"
 #include "launch/local_launcher.hpp"
@@ -22,7 +23,10 @@ struct RunArgs {
 };
 
 int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
-  RunConfig config = load_manifest(args.manifest, args.sets);
+  // --nproc is launch.nproc_per_node given on the command line; the manifest's rules see it.
+  std::vector<std::string> overrides = args.sets;
+  if (args.nproc > 0) overrides.push_back("launch.nproc_per_node=" + std::to_string(args.nproc));
+  RunConfig config = load_manifest(args.manifest, overrides);
   if (auto env = detect_rank_environment()) {
     check_world_size(config, env->world_size);
     RankIdentity id{env->rank, env->world_size, env->local_rank, env->master_addr, env->master_port};
@@ -34,8 +38,11 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
     }
     return 0;
   }
-  const int nproc = args.nproc > 0 ? args.nproc : config.launch.nproc_per_node;
-  check_world_size(config, nproc);
+  const int nproc = config.launch.nproc_per_node;
+  if (config.launch.nnodes != 1)
+    throw Error(fmt::format("{}: launch.nnodes = {}: start one ptdp-host per rank with mpirun, srun or torchrun "
+                            "for a multi-node job; ptdp-host starts local ranks only",
+                            config.source, config.launch.nnodes));
   if (nproc == 1) {
     try {
       train_rank(config, RankIdentity{}, args.train);
@@ -66,6 +73,7 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
   cmd->callback([args] {
     std::vector<std::string> argv = {"/proc/self/exe", "run", args->manifest};
     for (const auto& s : args->sets) argv.insert(argv.end(), {"--set", s});
+    if (args->nproc > 0) argv.insert(argv.end(), {"--nproc", std::to_string(args->nproc)});
     if (!args->train.metrics_path.empty()) argv.insert(argv.end(), {"--metrics", args->train.metrics_path});
     if (!args->train.trace_path.empty()) argv.insert(argv.end(), {"--trace", args->train.trace_path});
     argv.insert(argv.end(), {"--trace-steps", std::to_string(args->train.trace_steps)});

@@ -107,7 +107,7 @@ void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const Microbat
                                float loss_scale, bool training) {
   ModelChunk& chunk = *model_chunks_.at(op.chunk);
   const ChunkLayout& layout = chunk.layout();
-  const int vs = layout.source_virtual_stage;
+  const int vs = layout.virtual_stage;
   MicroBatch mb = microbatch(step, op.microbatch);
   mb.training = training;
   constexpr int kActivation = static_cast<int>(Transfer::Payload::Activation);

@@ -17,6 +17,7 @@
 #include "metrics/learning_rate.hpp"
 #include "metrics/metrics_log.hpp"
 #include "metrics/progress_line.hpp"
+#include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
 #include "runtime/gradient_sync.hpp"
 #include "runtime/model_chunk.hpp"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 
 #include "host_run.hpp"
 
@@ -19,6 +20,8 @@ struct Layout {
            (scatter_gather ? "_sg" : "") + (recompute ? "_recompute" : "");
   }
 };
+
+void PrintTo(const Layout& layout, std::ostream* os) { *os << layout.name(); }
 
 class StrictSemantics : public ::testing::TestWithParam<Layout> {
  protected:

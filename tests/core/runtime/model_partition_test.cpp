@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <ptdp/error.hpp>
+
 #include "runtime/model_partition.hpp"
 
 namespace ptdp {

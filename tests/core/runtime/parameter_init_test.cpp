@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "runtime/parameter_init.hpp"
 
 namespace ptdp {
