@@ -1,0 +1,86 @@
+// ptdp-host run MANIFEST: trains. Without a launcher's environment it starts
+// launch.nproc_per_node local rank processes itself (each re-runs this command as one rank);
+// under mpirun, srun or torchrun each process is already one rank.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "command_registry.hpp"
+#include "launch/local_launcher.hpp"
+#include "launch/rank_environment.hpp"
+#include "manifest/manifest_loader.hpp"
+#include "runtime/trainer.hpp"
+
+namespace ptdp::host {
+namespace {
+
+struct RunArgs {
+  std::string manifest;
+  std::vector<std::string> sets;
+  int nproc = 0;
+  TrainOptions train;
+};
+
+int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
+  // --nproc is launch.nproc_per_node given on the command line; the manifest's rules see it.
+  std::vector<std::string> overrides = args.sets;
+  if (args.nproc > 0) overrides.push_back("launch.nproc_per_node=" + std::to_string(args.nproc));
+  RunConfig config = load_manifest(args.manifest, overrides);
+  if (auto env = detect_rank_environment()) {
+    check_world_size(config, env->world_size);
+    RankIdentity id{env->rank, env->world_size, env->local_rank, env->master_addr, env->master_port};
+    try {
+      train_rank(config, id, args.train);
+    } catch (const std::exception& e) {
+      spdlog::error("rank {}: {}", id.rank, e.what());
+      return 1;
+    }
+    return 0;
+  }
+  const int nproc = config.launch.nproc_per_node;
+  if (config.launch.nnodes != 1)
+    throw Error(fmt::format("{}: launch.nnodes = {}: start one ptdp-host per rank with mpirun, srun or torchrun "
+                            "for a multi-node job; ptdp-host starts local ranks only",
+                            config.source, config.launch.nnodes));
+  if (nproc == 1) {
+    try {
+      train_rank(config, RankIdentity{}, args.train);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return 1;
+    }
+    return 0;
+  }
+  LaunchOptions launch;
+  launch.master_addr = config.launch.master_addr;
+  launch.master_port = config.launch.master_port;
+  spdlog::info("{}: starting {} ranks (p={} t={} d={} v={})", config.source, nproc, config.parallel.pipeline,
+               config.parallel.tensor, config.parallel.data, config.parallel.virtual_stages);
+  return launch_local_ranks(nproc, argv, launch);
+}
+
+const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = root.add_subcommand("run", "Train the model a manifest describes");
+  cmd->add_option("manifest", args->manifest, "Manifest (TOML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--set", args->sets, "Override a manifest key: --set parallel.tensor=2 (repeatable)");
+  cmd->add_option("--nproc", args->nproc, "Local rank processes to start (default: launch.nproc_per_node)");
+  cmd->add_option("--metrics", args->train.metrics_path, "Write one JSON object per step to this .jsonl file");
+  cmd->add_option("--trace", args->train.trace_path, "Write a Chrome/Perfetto trace of every rank's timeline");
+  cmd->add_option("--trace-steps", args->train.trace_steps, "Steps recorded in the trace, after one warm-up step")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args] {
+    std::vector<std::string> argv = {"/proc/self/exe", "run", args->manifest};
+    for (const auto& s : args->sets) argv.insert(argv.end(), {"--set", s});
+    if (args->nproc > 0) argv.insert(argv.end(), {"--nproc", std::to_string(args->nproc)});
+    if (!args->train.metrics_path.empty()) argv.insert(argv.end(), {"--metrics", args->train.metrics_path});
+    if (!args->train.trace_path.empty()) argv.insert(argv.end(), {"--trace", args->train.trace_path});
+    argv.insert(argv.end(), {"--trace-steps", std::to_string(args->train.trace_steps)});
+    const int code = run_command(*args, argv);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}}};
+
+}  // namespace
+}  // namespace ptdp::host

@@ -1,0 +1,110 @@
+#include "runtime/model_chunk.hpp"
+
+#include <algorithm>
+
+namespace ptdp {
+
+ModelChunk::ModelChunk(LayerKernels& kernels, const ChunkLayout& layout, const ModelSpec& model,
+                       int recompute_every, EmbeddingLayer* tied_embedding)
+    : kernels_(kernels), layout_(layout), model_(model), recompute_every_(recompute_every) {
+  if (layout.has_embedding) embedding_ = kernels.make_embedding();
+  for (int i = 0; i < layout.num_layers; ++i) blocks_.push_back(kernels.make_block(layout.first_layer + i));
+  if (layout.has_head) {
+    EmbeddingLayer* tied = tied_embedding ? tied_embedding : embedding_.get();
+    head_ = kernels.make_head(tied);
+  }
+}
+
+std::vector<ParamRef> ModelChunk::parameters() {
+  std::vector<ParamRef> params;
+  auto append = [&](std::vector<ParamRef> more) {
+    for (auto& p : more) params.push_back(std::move(p));
+  };
+  if (embedding_) append(embedding_->parameters());
+  for (auto& b : blocks_) append(b->parameters());
+  if (head_) append(head_->parameters());
+  return params;
+}
+
+OwnedTensor ModelChunk::activation() {
+  return kernels_.allocate({model_.seq_len, model_.micro_batch, model_.hidden}, kernels_.activation_dtype());
+}
+
+void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save) {
+  for (size_t i = first; i < last; ++i) {
+    OwnedTensor y = activation();
+    blocks_[i]->forward(mb, x.view, y.view, save);
+    x = std::move(y);
+  }
+}
+
+OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const MicrobatchData& data,
+                                Tensor loss, bool training) {
+  OwnedTensor x;
+  if (embedding_) {
+    x = activation();
+    embedding_->forward(mb, *data.tokens, x.view, training);
+  } else {
+    x = activation();
+    kernels_.copy(x.view, input);
+  }
+  const size_t n = blocks_.size();
+  if (!training) {
+    forward_blocks(mb, 0, n, x, false);
+  } else if (recompute_every_ <= 0) {
+    forward_blocks(mb, 0, n, x, true);
+  } else {
+    auto& inputs = segment_inputs_[mb.slot];
+    inputs.clear();
+    for (size_t first = 0; first < n; first += recompute_every_) {
+      OwnedTensor kept = activation();
+      kernels_.copy(kept.view, x.view);
+      inputs.push_back(std::move(kept));
+      forward_blocks(mb, first, std::min(n, first + recompute_every_), x, false);
+    }
+  }
+  if (head_) {
+    head_->forward(mb, x.view, *data.targets, loss, training);
+    return {};
+  }
+  return x;
+}
+
+OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale) {
+  OwnedTensor dx = activation();
+  if (head_) {
+    head_->backward(mb, loss_scale, dx.view);
+  } else {
+    kernels_.copy(dx.view, doutput);
+  }
+  const size_t n = blocks_.size();
+  auto backward_range = [&](size_t first, size_t last) {
+    for (size_t i = last; i-- > first;) {
+      OwnedTensor din = activation();
+      blocks_[i]->backward(mb, dx.view, din.view);
+      dx = std::move(din);
+    }
+  };
+  if (recompute_every_ <= 0) {
+    backward_range(0, n);
+  } else {
+    auto found = segment_inputs_.find(mb.slot);
+    PTDP_CHECK(found != segment_inputs_.end(), "backward of a microbatch whose forward did not run");
+    auto& inputs = found->second;
+    for (size_t seg = inputs.size(); seg-- > 0;) {
+      const size_t first = seg * recompute_every_;
+      const size_t last = std::min(n, first + recompute_every_);
+      OwnedTensor x = std::move(inputs[seg]);
+      forward_blocks(mb, first, last, x, true);  // recompute, keeping activations this time
+      backward_range(first, last);
+    }
+    segment_inputs_.erase(found);
+  }
+  if (embedding_) {
+    embedding_->backward(mb, dx.view);
+    return {};
+  }
+  return dx;
+}
+
+}  // namespace ptdp

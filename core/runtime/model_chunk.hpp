@@ -1,0 +1,56 @@
+#pragma once
+// A model chunk: the layers of one virtual stage on this rank (embedding and/or head at the
+// ends of the model), run forward and backward per microbatch. With full recomputation the
+// blocks are cut into segments of `recompute_every` layers: forward keeps only each segment's
+// input, backward re-runs the segment's forward before its backward (the paper's
+// activation checkpointing). The embedding and head always keep their activations.
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <ptdp/layer_kernels.hpp>
+
+#include "runtime/model_partition.hpp"
+
+namespace ptdp {
+
+struct MicrobatchData {
+  const Tensor* tokens = nullptr;   // I32 [s, b] host, for a chunk with the embedding
+  const Tensor* targets = nullptr;  // I32 [s, b] host, for a chunk with the head
+};
+
+class ModelChunk {
+ public:
+  // tied_embedding: the embedding layer on this rank the head shares its word matrix with
+  // (p == 1), or nullptr.
+  ModelChunk(LayerKernels& kernels, const ChunkLayout& layout, const ModelSpec& model,
+             int recompute_every, EmbeddingLayer* tied_embedding);
+
+  const ChunkLayout& layout() const { return layout_; }
+  std::vector<ParamRef> parameters();
+  EmbeddingLayer* embedding() { return embedding_.get(); }
+
+  // input: activation [s, b, h] (ignored when the chunk has the embedding). Returns the output
+  // activation, or an empty tensor when the chunk has the head (the loss goes to `loss`).
+  OwnedTensor forward(const MicroBatch& mb, const Tensor& input, const MicrobatchData& data,
+                      Tensor loss, bool training);
+  // doutput: gradient of the output (ignored when the chunk has the head, which starts from
+  // loss_scale). Returns the gradient of the input, or an empty tensor for the first chunk.
+  OwnedTensor backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale);
+
+ private:
+  OwnedTensor activation();
+  void forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save);
+
+  LayerKernels& kernels_;
+  ChunkLayout layout_;
+  ModelSpec model_;
+  int recompute_every_;  // 0: keep every block's activations
+  std::shared_ptr<EmbeddingLayer> embedding_;
+  std::vector<std::shared_ptr<TransformerBlock>> blocks_;
+  std::shared_ptr<HeadLayer> head_;
+  // Inputs of each recompute segment, per microbatch slot, kept until that backward.
+  std::map<int, std::vector<OwnedTensor>> segment_inputs_;
+};
+
+}  // namespace ptdp

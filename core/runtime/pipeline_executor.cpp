@@ -1,0 +1,175 @@
+#include "runtime/pipeline_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace ptdp {
+
+void TimelineRecorder::span(const std::string& name, const std::string& category, const std::function<void()>& fn) {
+  if (!enabled_) {
+    fn();
+    return;
+  }
+  kernels_.synchronize();
+  const auto start = Clock::now();
+  fn();
+  kernels_.synchronize();
+  const auto end = Clock::now();
+  using us = std::chrono::duration<double, std::micro>;
+  spans_.push_back({name, category, us(start - origin_).count(), us(end - start).count()});
+}
+
+namespace {
+OwnedTensor host_i32(int64_t rows, int64_t cols) {
+  auto storage = std::shared_ptr<int32_t[]>(new int32_t[static_cast<size_t>(rows * cols)]());
+  OwnedTensor t;
+  t.view.data = storage.get();
+  t.view.dtype = DType::I32;
+  t.view.shape = {rows, cols};
+  t.storage = storage;
+  return t;
+}
+}  // namespace
+
+PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
+                                   int stages, int chunks, int microbatches, bool scatter_gather,
+                                   std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank,
+                                   const ModelSpec& model, int64_t samples_per_replica)
+    : kernels_(kernels),
+      groups_(groups),
+      topology_(topology),
+      me_(topology.position_of(groups.world->rank())),
+      stages_(stages),
+      chunks_(chunks),
+      microbatches_(microbatches),
+      scatter_gather_(scatter_gather && topology.tensor() > 1),
+      model_chunks_(chunks_on_rank),
+      model_(model),
+      samples_per_replica_(samples_per_replica) {}
+
+MicroBatch PipelineExecutor::microbatch(int64_t step, int slot) const {
+  MicroBatch mb;
+  mb.slot = slot;
+  mb.step = step;
+  mb.first_sample = me_.dp * samples_per_replica_ + static_cast<int64_t>(slot) * model_.micro_batch;
+  return mb;
+}
+
+int PipelineExecutor::tag(const Transfer& t) const {
+  // Unique per (payload, microbatch, producing virtual stage) within a step.
+  return (t.source_virtual_stage * microbatches_ + t.microbatch) * 2 + (t.payload == Transfer::Payload::Gradient ? 1 : 0);
+}
+
+void PipelineExecutor::exchange(const Instruction& instruction) {
+  Communicator& pipe = *groups_.pipeline;  // pipeline group ranks are stage indices
+  const int t = topology_.tensor();
+  const int64_t n = static_cast<int64_t>(model_.seq_len) * model_.micro_batch * model_.hidden;
+  const std::vector<int64_t> shape = {model_.seq_len, model_.micro_batch, model_.hidden};
+  struct Gather {
+    BufferKey key;
+    OwnedTensor part;
+  };
+  std::vector<Gather> gathers;
+  std::vector<BufferKey> sent;
+  pipe.group_start();
+  for (const Transfer& tr : instruction.transfers) {
+    const BufferKey key{static_cast<int>(tr.payload), tr.microbatch, tr.source_virtual_stage};
+    if (tr.direction == Transfer::Direction::Send) {
+      auto found = buffers_.find(key);
+      PTDP_CHECK(found != buffers_.end(),
+                 fmt::format("stage {}: nothing to send for microbatch {} of virtual stage {}", me_.pp,
+                             tr.microbatch, tr.source_virtual_stage));
+      const Tensor& full = found->second.view;
+      pipe.send(scatter_gather_ ? full.flat_slice(me_.tp * (n / t), n / t) : full, tr.peer_stage, tag(tr));
+      sent.push_back(key);
+    } else if (scatter_gather_) {
+      OwnedTensor part = kernels_.allocate({n / t}, kernels_.activation_dtype());
+      pipe.recv(part.view, tr.peer_stage, tag(tr));
+      gathers.push_back({key, std::move(part)});
+    } else {
+      OwnedTensor full = kernels_.allocate(shape, kernels_.activation_dtype());
+      pipe.recv(full.view, tr.peer_stage, tag(tr));
+      buffers_[key] = std::move(full);
+    }
+  }
+  pipe.group_end();
+  for (auto& g : gathers) {
+    OwnedTensor full = kernels_.allocate(shape, kernels_.activation_dtype());
+    Tensor flat = full.view.flat_slice(0, n);
+    groups_.tensor->all_gather(g.part.view, flat);
+    buffers_[g.key] = std::move(full);
+  }
+  for (const auto& key : sent) buffers_.erase(key);
+}
+
+void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const MicrobatchLoader& loader, Tensor losses,
+                               float loss_scale, bool training) {
+  ModelChunk& chunk = *model_chunks_.at(op.chunk);
+  const ChunkLayout& layout = chunk.layout();
+  const int vs = layout.virtual_stage;
+  MicroBatch mb = microbatch(step, op.microbatch);
+  mb.training = training;
+  constexpr int kActivation = static_cast<int>(Transfer::Payload::Activation);
+  constexpr int kGradient = static_cast<int>(Transfer::Payload::Gradient);
+
+  if (op.kind == OpKind::Forward) {
+    MicrobatchData data;
+    if (layout.has_embedding || layout.has_head) {
+      auto found = batches_.find(op.microbatch);
+      if (found == batches_.end()) {
+        auto tokens = host_i32(model_.seq_len, model_.micro_batch);
+        auto targets = host_i32(model_.seq_len, model_.micro_batch);
+        loader(step, op.microbatch, tokens.view, targets.view);
+        found = batches_.emplace(op.microbatch, std::make_pair(std::move(tokens), std::move(targets))).first;
+      }
+      data.tokens = &found->second.first.view;
+      data.targets = &found->second.second.view;
+    }
+    Tensor input;
+    BufferKey input_key{kActivation, op.microbatch, vs - 1};
+    if (!layout.has_embedding) {
+      auto found = buffers_.find(input_key);
+      PTDP_CHECK(found != buffers_.end(),
+                 fmt::format("stage {}: forward of microbatch {} on virtual stage {} has no input", me_.pp,
+                             op.microbatch, vs));
+      input = found->second.view;
+    }
+    Tensor loss = layout.has_head ? losses.flat_slice(op.microbatch, 1) : Tensor{};
+    OwnedTensor out = chunk.forward(mb, input, data, loss, training);
+    if (!layout.has_embedding) buffers_.erase(input_key);
+    if (!layout.has_head) buffers_[{kActivation, op.microbatch, vs}] = std::move(out);
+  } else {
+    Tensor doutput;
+    BufferKey grad_key{kGradient, op.microbatch, vs + 1};
+    if (!layout.has_head) {
+      auto found = buffers_.find(grad_key);
+      PTDP_CHECK(found != buffers_.end(),
+                 fmt::format("stage {}: backward of microbatch {} on virtual stage {} has no output gradient",
+                             me_.pp, op.microbatch, vs));
+      doutput = found->second.view;
+    }
+    OwnedTensor dinput = chunk.backward(mb, doutput, loss_scale);
+    if (!layout.has_head) buffers_.erase(grad_key);
+    if (!layout.has_embedding) buffers_[{kGradient, op.microbatch, vs}] = std::move(dinput);
+  }
+}
+
+void PipelineExecutor::run(const InstructionStream& stream, int64_t step, const MicrobatchLoader& loader,
+                           Tensor losses, float loss_scale, bool training, TimelineRecorder& timeline) {
+  buffers_.clear();
+  batches_.clear();
+  for (const Instruction& ins : stream) {
+    if (ins.kind == Instruction::Kind::Exchange) {
+      timeline.span("send/recv", "p2p", [&] { exchange(ins); });
+    } else {
+      const bool fwd = ins.op.kind == OpKind::Forward;
+      const std::string name = fmt::format("{}{}.{}", fwd ? 'F' : 'B', ins.op.microbatch, ins.op.chunk);
+      timeline.span(name, fwd ? "forward" : "backward",
+                    [&] { compute(ins.op, step, loader, losses, loss_scale, training); });
+    }
+  }
+  PTDP_CHECK(buffers_.empty(), fmt::format("stage {}: the step left {} transfer buffers unused", me_.pp, buffers_.size()));
+}
+
+}  // namespace ptdp

@@ -1,0 +1,374 @@
+#include "runtime/trainer.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint_manager.hpp"
+#include "data/batch_sampler.hpp"
+#include "data/token_dataset.hpp"
+#include "launch/tcp_store.hpp"
+#include "manifest/model_math.hpp"
+#include "metrics/learning_rate.hpp"
+#include "metrics/metrics_log.hpp"
+#include "metrics/progress_line.hpp"
+#include "plugin/plugin_factory.hpp"
+#include "plugin/plugin_registry.hpp"
+#include "runtime/gradient_sync.hpp"
+#include "runtime/model_chunk.hpp"
+#include "runtime/parameter_init.hpp"
+#include "runtime/pipeline_executor.hpp"
+#include "runtime/topology.hpp"
+#include "schedule/chrome_trace.hpp"
+#include "schedule/instruction_stream.hpp"
+#include "schedule/pipeline_schedule.hpp"
+#include "schedule/schedule_simulator.hpp"
+
+namespace ptdp {
+namespace {
+
+constexpr int64_t kBucketElements = 1 << 22;
+
+ModelSpec model_spec(const RunConfig& c) {
+  ModelSpec m;
+  m.layers = c.model.layers;
+  m.hidden = c.model.hidden;
+  m.heads = c.model.heads;
+  m.seq_len = c.model.seq_len;
+  m.vocab = c.model.vocab;
+  m.padded_vocab = c.model.padded_vocab;
+  m.ffn_hidden = c.model.ffn_hidden;
+  m.micro_batch = c.parallel.micro_batch;
+  m.dropout = c.model.dropout;
+  m.layernorm_eps = c.model.layernorm_eps;
+  m.seed = c.run.seed;
+  return m;
+}
+
+const toml::table& options_of(const RunConfig& c, const std::string& slot) {
+  static const toml::table empty;
+  auto found = c.plugins.options.find(slot);
+  return found == c.plugins.options.end() ? empty : found->second;
+}
+
+// Forward-only stream for validation: every rank walks the (microbatch, virtual stage) pairs in
+// one global order, so each blocking transfer meets its partner at the same point of that order.
+InstructionStream forward_only_stream(int stages, int chunks, int microbatches, int stage) {
+  InstructionStream stream;
+  const int last = stages * chunks - 1;
+  for (int mb = 0; mb < microbatches; ++mb) {
+    for (int c = 0; c < chunks; ++c) {
+      const int vs = c * stages + stage;
+      const int prev_stage = (vs - 1 + stages) % stages, next_stage = (vs + 1) % stages;
+      if (vs > 0 && prev_stage != stage) {
+        Instruction recv;
+        recv.kind = Instruction::Kind::Exchange;
+        recv.transfers.push_back({Transfer::Direction::Recv, Transfer::Payload::Activation, mb, vs - 1, prev_stage});
+        stream.push_back(recv);
+      }
+      Instruction fwd;
+      fwd.kind = Instruction::Kind::Compute;
+      fwd.op = {OpKind::Forward, mb, c};
+      stream.push_back(fwd);
+      if (vs < last && next_stage != stage) {
+        Instruction send;
+        send.kind = Instruction::Kind::Exchange;
+        send.transfers.push_back({Transfer::Direction::Send, Transfer::Payload::Activation, mb, vs, next_stage});
+        stream.push_back(send);
+      }
+    }
+  }
+  return stream;
+}
+
+class RankTrainer {
+ public:
+  RankTrainer(const RunConfig& config, const RankIdentity& id, const TrainOptions& options)
+      : cfg_(config), id_(id), options_(options),
+        topology_(config.parallel.pipeline, config.parallel.data, config.parallel.tensor),
+        me_(topology_.position_of(id.rank)) {}
+
+  void run();
+  void abort(const std::string& reason) {
+    if (world_) world_->abort(reason);
+  }
+
+ private:
+  void load_plugins();
+  void build_model();
+  void initialize_parameters();
+  double step_loss(const Tensor& losses, int microbatches);
+  double validation_loss(int64_t step);
+  void write_trace(const TimelineRecorder& timeline);
+  int64_t open_checkpoints();  // returns the step to start from
+  void save_checkpoint(int64_t completed_steps);
+
+  const RunConfig& cfg_;
+  RankIdentity id_;
+  TrainOptions options_;
+  Topology topology_;
+  GridPosition me_;
+  std::unique_ptr<TcpStore> store_;
+  std::shared_ptr<Communicator> world_;
+  std::shared_ptr<LayerKernels> kernels_;
+  std::shared_ptr<Scheduler> scheduler_;
+  ParallelGroups groups_;
+  std::vector<std::unique_ptr<ModelChunk>> chunks_;
+  std::vector<ParamRef> params_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+};
+
+int64_t RankTrainer::open_checkpoints() {
+  if (cfg_.checkpoint.dir.empty()) return 0;
+  PluginRegistry registry(PluginRegistry::default_search_path(cfg_.plugins.search_path));
+  const auto& info = registry.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
+  auto store = create_plugin<CheckpointStore>(info, options_of(cfg_, "checkpoint"), id_.rank, id_.world_size);
+  store->open(cfg_.checkpoint.dir);
+  CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
+  checkpoints_ = std::make_unique<CheckpointManager>(store, *kernels_, role);
+  if (!cfg_.checkpoint.resume) return 0;
+  const auto latest = checkpoints_->latest_step();
+  if (!latest) return 0;
+  PTDP_CHECK(*latest <= cfg_.run.steps,
+             fmt::format("{}: checkpoint step {} is beyond run.steps = {}", cfg_.checkpoint.dir, *latest, cfg_.run.steps));
+  checkpoints_->load(*latest, params_);
+  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", cfg_.checkpoint.dir, *latest);
+  return *latest;
+}
+
+void RankTrainer::save_checkpoint(int64_t completed_steps) {
+  const nlohmann::json metadata = {
+      {"step", completed_steps},
+      {"manifest", cfg_.source},
+      {"layout", {{"pipeline", topology_.pipeline()}, {"tensor", topology_.tensor()}, {"data", topology_.data()},
+                  {"virtual_stages", cfg_.parallel.virtual_stages}}},
+      {"model", {{"layers", cfg_.model.layers}, {"hidden", cfg_.model.hidden}, {"heads", cfg_.model.heads},
+                 {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}}};
+  checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
+  if (id_.rank == 0) spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
+}
+
+void RankTrainer::load_plugins() {
+  PluginRegistry registry(PluginRegistry::default_search_path(cfg_.plugins.search_path));
+  const auto& comm_info = registry.load(cfg_.plugins.comm, PluginKind::Communicator, "comm");
+  const auto& kernels_info = registry.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
+  const auto& sched_info = registry.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
+  world_ = create_plugin<Communicator>(comm_info, options_of(cfg_, "comm"), id_.rank, id_.world_size);
+  kernels_ = create_plugin<LayerKernels>(kernels_info, options_of(cfg_, "kernels"), id_.rank, id_.world_size);
+  scheduler_ = create_plugin<Scheduler>(sched_info, options_of(cfg_, "scheduler"), id_.rank, id_.world_size);
+  const MemoryKind kind = kernels_->device().kind;
+  if (!(world_->memory_kinds() & memory_bit(kind)))
+    throw Error(fmt::format(
+        "plugins.comm '{}' cannot move the memory plugins.kernels '{}' computes in ({}); "
+        "compatible pairs: comm-ucx with kernels-ref (host), comm-nccl with kernels-fused (CUDA)",
+        cfg_.plugins.comm, cfg_.plugins.kernels, kind == MemoryKind::Cuda ? "CUDA" : "host"));
+}
+
+void RankTrainer::build_model() {
+  const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages;
+  KernelsBinding binding;
+  binding.model = model_spec(cfg_);
+  binding.tp_rank = me_.tp;
+  binding.tp_size = topology_.tensor();
+  binding.tp = groups_.tensor.get();
+  binding.device_index = id_.local_rank;
+  kernels_->bind(binding);
+  const int every = cfg_.parallel.recompute == "full" ? cfg_.parallel.recompute_every : 0;
+  for (int c = 0; c < v; ++c) {
+    const ChunkLayout layout = chunk_layout(cfg_.model.layers, p, v, me_.pp, c);
+    EmbeddingLayer* tied = (layout.has_head && !chunks_.empty()) ? chunks_.front()->embedding() : nullptr;
+    chunks_.push_back(std::make_unique<ModelChunk>(*kernels_, layout, binding.model, every, tied));
+  }
+  for (auto& chunk : chunks_)
+    for (auto& param : chunk->parameters()) params_.push_back(std::move(param));
+}
+
+void RankTrainer::initialize_parameters() {
+  for (const ParamRef& p : params_) {
+    const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
+    kernels_->copy_from_host(p.master, values.data());
+  }
+  kernels_->params_updated();
+}
+
+double RankTrainer::step_loss(const Tensor& losses, int microbatches) {
+  // The last stage holds the losses; average over microbatches and data-parallel replicas, then
+  // hand the value to every stage of the pipeline.
+  double loss = 0;
+  if (me_.pp == topology_.pipeline() - 1) {
+    std::vector<float> host(static_cast<size_t>(microbatches));
+    kernels_->copy_to_host(host.data(), losses);
+    for (float l : host) loss += l;
+    loss /= microbatches;
+    loss = all_reduce_scalar(*kernels_, *groups_.data, loss, ReduceOp::Sum) / topology_.data();
+  }
+  if (topology_.pipeline() > 1) {
+    float v = static_cast<float>(loss);
+    OwnedTensor buffer = kernels_->allocate({1}, DType::F32);
+    kernels_->copy_from_host(buffer.view, &v);
+    groups_.pipeline->broadcast(buffer.view, topology_.pipeline() - 1);
+    kernels_->copy_to_host(&v, buffer.view);
+    loss = v;
+  }
+  return loss;
+}
+
+void RankTrainer::write_trace(const TimelineRecorder& timeline) {
+  nlohmann::json spans = nlohmann::json::array();
+  for (const auto& s : timeline.spans())
+    spans.push_back({{"name", s.name}, {"cat", s.category}, {"ts", s.start_us}, {"dur", s.duration_us}});
+  const std::string text = spans.dump();
+  store_->set(fmt::format("trace/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+  if (id_.rank != 0) return;
+  ChromeTrace trace;
+  for (int r = 0; r < id_.world_size; ++r) {
+    const auto bytes = store_->get(fmt::format("trace/{}", r), std::chrono::milliseconds(
+                                                                   static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
+    const auto pos = topology_.position_of(r);
+    trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
+    for (const auto& s : nlohmann::json::parse(bytes.begin(), bytes.end()))
+      trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, 0, s["ts"].get<double>(),
+                     s["dur"].get<double>());
+  }
+  trace.write(options_.trace_path);
+  spdlog::info("trace of {} ranks written to {}", id_.world_size, options_.trace_path);
+}
+
+void RankTrainer::run() {
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.launch.timeout_s * 1000));
+  store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
+  load_plugins();
+  CommInit init;
+  init.rank = id_.rank;
+  init.size = id_.world_size;
+  init.store = store_.get();
+  init.key_prefix = "world";
+  init.timeout_s = cfg_.launch.timeout_s;
+  world_->init(init);
+  groups_ = build_parallel_groups(world_, topology_);
+  build_model();
+  initialize_parameters();
+  const int64_t first_step = open_checkpoints();
+
+  const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
+  const ScheduleShape shape{p, v, m};
+  const PipelineSchedule schedule = plan_schedule(*scheduler_, shape);
+  if (id_.rank == 0)
+    spdlog::info("schedule {} verified: p={} v={} m={}, bubble (p-1)/(v*m) = {:.4f}, peak activations on stage 0: {}",
+                 cfg_.plugins.scheduler, p, v, m, formula_bubble_fraction(shape), schedule.report.peak_activations.at(0));
+  const InstructionStream& stream = schedule.streams.at(me_.pp);
+  const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
+
+  const TokenDataset dataset = TokenDataset::open(cfg_.data.path, cfg_.data.format);
+  dataset.check_vocab(cfg_.model.vocab);
+  const BatchSampler train(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, cfg_.data.val_fraction);
+  // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
+  std::optional<BatchSampler> validation;
+  if (cfg_.data.val_every > 0)
+    validation.emplace(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Validation, cfg_.data.val_fraction);
+  const int64_t per_replica = cfg_.parallel.global_batch / topology_.data();
+  const int b = cfg_.parallel.micro_batch;
+  auto loader_for = [&](const BatchSampler& sampler) -> MicrobatchLoader {
+    return [&sampler, per_replica, b, this](int64_t step, int slot, Tensor tokens, Tensor targets) {
+      sampler.microbatch(step, me_.dp * per_replica + static_cast<int64_t>(slot) * b, b, tokens.as<int32_t>(),
+                         targets.as<int32_t>());
+    };
+  };
+  const MicrobatchLoader train_loader = loader_for(train);
+  const MicrobatchLoader validation_loader = validation ? loader_for(*validation) : MicrobatchLoader{};
+
+  PipelineExecutor executor(*kernels_, groups_, topology_, p, v, m, cfg_.parallel.scatter_gather, chunks_,
+                            model_spec(cfg_), per_replica);
+  TimelineRecorder timeline(*kernels_);
+  OwnedTensor losses = kernels_->allocate({m}, DType::F32);
+  const float loss_scale = 1.0f / static_cast<float>(m * topology_.data());
+  const double flops = flops_per_step(cfg_);
+  const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
+  std::unique_ptr<MetricsLog> metrics;
+  if (id_.rank == 0 && !options_.metrics_path.empty())
+    metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
+  std::vector<Tensor> grads;
+  for (const auto& param : params_) grads.push_back(param.grad);
+
+  const auto start = std::chrono::steady_clock::now();
+  const bool tracing = !options_.trace_path.empty();
+  // Trace steps after the first one (warm-up) when the run has more than one step.
+  const int64_t trace_begin = first_step + (cfg_.run.steps - first_step > 1 ? 1 : 0);
+  const int64_t trace_end = std::min<int64_t>(cfg_.run.steps, trace_begin + options_.trace_steps);
+  for (int64_t step = first_step; step < cfg_.run.steps; ++step) {
+    const auto step_start = std::chrono::steady_clock::now();
+    timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
+    for (const Tensor& g : grads) kernels_->fill_zero(g);
+    executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
+    timeline.span("flush: grad sync + optimizer", "optimizer", [&] {
+      all_reduce_data_parallel(*kernels_, *groups_.data, params_, kBucketElements);
+      if (groups_.embedding) sync_tied_embedding(*kernels_, *groups_.embedding, params_);
+    });
+    const double grad_norm = global_grad_norm(*kernels_, groups_, me_, p, params_);
+    AdamStep adam;
+    adam.step = step + 1;
+    adam.lr = static_cast<float>(learning_rate(cfg_.optimizer, step, cfg_.run.steps));
+    adam.beta1 = static_cast<float>(cfg_.optimizer.beta1);
+    adam.beta2 = static_cast<float>(cfg_.optimizer.beta2);
+    adam.eps = static_cast<float>(cfg_.optimizer.eps);
+    adam.weight_decay = cfg_.optimizer.type == "adamw" ? static_cast<float>(cfg_.optimizer.weight_decay) : 0.0f;
+    const double clip = cfg_.optimizer.grad_clip;
+    adam.grad_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / (grad_norm + 1e-6)) : 1.0f;
+    if (!std::isfinite(grad_norm))
+      throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted", step, grad_norm));
+    kernels_->adam_step(params_, adam);
+    const double loss = step_loss(losses.view, m);
+    kernels_->synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    const double step_s = std::chrono::duration<double>(now - step_start).count();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+
+    StepMetrics sm;
+    sm.step = step + 1;
+    sm.loss = loss;
+    sm.grad_norm = grad_norm;
+    sm.lr = adam.lr;
+    sm.tokens_per_s = static_cast<double>(tokens_per_step) / step_s;
+    sm.tflops_per_gpu = flops / step_s / id_.world_size / 1e12;
+    sm.step_time_s = step_s;
+    sm.elapsed_s = elapsed;
+    const bool validate = cfg_.data.val_every > 0 && ((step + 1) % cfg_.data.val_every == 0 || step + 1 == cfg_.run.steps);
+    if (validate) {
+      double total = 0;
+      for (int k = 0; k < cfg_.data.val_batches; ++k) {
+        executor.run(validation_stream, k, validation_loader, losses.view, 0.0f, false, timeline);
+        total += step_loss(losses.view, m);
+      }
+      sm.val_loss = total / cfg_.data.val_batches;
+    }
+    if (id_.rank == 0) {
+      if (metrics) metrics->write(sm);
+      if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
+        spdlog::info("{}", progress_line(sm, cfg_.run.steps, elapsed));
+    }
+    if (tracing && step == trace_end - 1) write_trace(timeline);
+    if (checkpoints_ && cfg_.checkpoint.every > 0 &&
+        ((step + 1) % cfg_.checkpoint.every == 0 || step + 1 == cfg_.run.steps))
+      save_checkpoint(step + 1);
+  }
+  world_->barrier();
+}
+
+}  // namespace
+
+void train_rank(const RunConfig& config, const RankIdentity& identity, const TrainOptions& options) {
+  RankTrainer trainer(config, identity, options);
+  try {
+    trainer.run();
+  } catch (const std::exception& e) {
+    trainer.abort(e.what());
+    throw;
+  }
+}
+
+}  // namespace ptdp

@@ -1,0 +1,28 @@
+#pragma once
+// One rank's training run: loads the plugins a manifest names, joins the job through the
+// rendezvous, builds this rank's model chunks, verifies the schedule, and trains.
+#include <string>
+
+#include "manifest/run_config.hpp"
+
+namespace ptdp {
+
+struct RankIdentity {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+};
+
+struct TrainOptions {
+  std::string metrics_path;  // --metrics FILE.jsonl (rank 0 writes it)
+  std::string trace_path;    // --trace FILE.json (every rank's real timeline, merged by rank 0)
+  int trace_steps = 2;       // steps recorded after the first (warm-up) step
+};
+
+// Returns when training finished; throws ptdp::Error on any failure (after aborting the
+// communicators so other ranks fail promptly too).
+void train_rank(const RunConfig& config, const RankIdentity& identity, const TrainOptions& options);
+
+}  // namespace ptdp

@@ -1,0 +1,55 @@
+// `ptdp-host run` refuses a bad job with a clear message before any rank starts.
+#include <gtest/gtest.h>
+
+#include "host_run.hpp"
+
+namespace ptdp::test {
+namespace {
+
+TEST(RunErrors, WrongWorldSize) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"parallel.tensor=2"}, 3);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("world"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("starting"), std::string::npos) << "ranks were started: " << r.output;
+}
+
+TEST(RunErrors, HeadsNotDivisibleByTensor) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"parallel.tensor=3"}, 3);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("heads"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, LayersNotDivisibleByVirtualStages) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"parallel.pipeline=2", "parallel.virtual_stages=3"}, 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("layers"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, InterleavingNeedsMicrobatchesDivisibleByStages) {
+  TinyGptWorkspace ws;
+  // m = 8 / (2 * 1) = 4 microbatches; p = 8 does not divide 4... use p = 4 with m = 2.
+  const HostRun r = ws.run({"parallel.pipeline=4", "parallel.virtual_stages=2", "parallel.micro_batch=4"}, 4);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("virtual_stages"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, MissingPlugin) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"plugins.comm=\"no-such-comm\""}, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("no-such-comm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not found"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, MissingDataFile) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"data.path=\"/nonexistent/tokens.bin\""}, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("/nonexistent/tokens.bin"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace ptdp::test
