@@ -40,11 +40,12 @@ if(_ptdp_cuda_missing)
   return()
 endif()
 
-enable_language(CUDA)
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-  # Hopper SASS plus PTX that later GPUs JIT-compile.
-  set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual")
+# Hopper SASS plus PTX that later GPUs JIT-compile. Set before enable_language(CUDA), which
+# otherwise caches the compiler's own default (sm_75 for CUDA 13).
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual" CACHE STRING "CUDA architectures of the CUDA plugins")
 endif()
+enable_language(CUDA)
 set(PTDP_HAVE_CUDA ON)
 
 # The cudnn-frontend C++ headers come from PyPI's nvidia-cudnn-frontend wheel.
