@@ -1,7 +1,9 @@
 #pragma once
 // HostUpload: copies small host arrays (token ids, targets, kernel metadata) to the device without
-// stalling the stream. Data goes through a ring of pinned buffers; a buffer is written again only
-// after the copy that last read it has completed, which by then it long has.
+// stalling the stream or the host. Data goes through pinned buffers; a buffer is reused only once
+// the copy that last read it has completed, and when none is free another is added. The host
+// never waits here, so it can never wait on a stream that is itself waiting for a peer's
+// collective.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -11,7 +13,7 @@ namespace ptdp::fused {
 
 class HostUpload {
  public:
-  explicit HostUpload(cudaStream_t stream);
+  explicit HostUpload(cudaStream_t stream) : stream_(stream) {}
   ~HostUpload();
   HostUpload(const HostUpload&) = delete;
   HostUpload& operator=(const HostUpload&) = delete;
@@ -21,14 +23,15 @@ class HostUpload {
   void copy(void* dst, const void* src, size_t bytes);
 
  private:
-  struct Slot {
+  struct Buffer {
     void* host = nullptr;
     size_t capacity = 0;
     cudaEvent_t done = nullptr;
   };
-  static constexpr size_t kSlots = 8;
+  Buffer& free_buffer(size_t bytes);
+
   cudaStream_t stream_;
-  std::vector<Slot> slots_;
+  std::vector<Buffer> buffers_;
   size_t next_ = 0;
 };
 

@@ -19,11 +19,16 @@
 namespace ptdp::fused::test {
 namespace {
 
-// bf16 activations and weights against fp32: one block stays within 1e-2; through a whole model
-// the errors of every layer add up, and the gradients of the first layers see all of them.
-constexpr double kBlockTolerance = 1e-2;
-constexpr double kModelLossTolerance = 5e-3;
-constexpr double kModelTolerance = 2e-2;
+// bf16 activations and weights against fp32. Emulating this backend's bf16 storage points in
+// fp64 PyTorch on these shapes (12 draws) gave at most: block output and input gradient 4e-3,
+// block parameter gradients 7e-3, model loss 3e-4, model parameter gradients 1.9e-2 (the first
+// layer's bias and LayerNorm gradients: sums over tokens that mostly cancel, after every layer's
+// rounding). The tolerances leave room above those.
+constexpr double kBlockOutputTolerance = 1e-2;
+constexpr double kBlockGradTolerance = 1.5e-2;
+constexpr double kModelLossTolerance = 2e-3;
+constexpr double kModelActivationTolerance = 2e-2;
+constexpr double kModelGradTolerance = 3e-2;
 constexpr double kOptimizerTolerance = 1e-6;  // fp32 on both sides from identical inputs
 
 ModelSpec small_model() {
@@ -237,22 +242,40 @@ ModelRun run_model(LayerKernels& k, Communicator* tp, int tp_rank, int tp_size, 
   return run;
 }
 
+// Both plugins describe each parameter alike: global shape, the dimension split over the group,
+// and whether it is decayed.
+void compare_descriptions(Checks& checks, const std::string& name, const ModelRun& fused, const ModelRun& ref) {
+  for (const ParamRef& r : ref.params) {
+    const ParamRef* f = nullptr;
+    for (const ParamRef& candidate : fused.params)
+      if (candidate.name == r.name) f = &candidate;
+    if (!f) continue;  // reported with the gradients
+    const bool same = f->global_shape == r.global_shape && f->shard_dim == r.shard_dim && f->weight_decay == r.weight_decay;
+    checks.record(name + " parameter " + r.name + " described alike", same,
+                  "kernels-ref " + shape_string(r.global_shape) + " split on " + std::to_string(r.shard_dim) +
+                      (r.weight_decay ? " decayed" : " not decayed") + ", kernels-fused " +
+                      shape_string(f->global_shape) + " split on " + std::to_string(f->shard_dim) +
+                      (f->weight_decay ? " decayed" : " not decayed"));
+  }
+}
+
 void compare_runs(Checks& checks, const std::string& name, const ModelRun& fused, const ModelRun& ref) {
+  compare_descriptions(checks, name, fused, ref);
   checks.close(name + " loss", {fused.loss}, {ref.loss}, kModelLossTolerance);
   for (size_t i = 0; i < ref.forward.size(); ++i)
     checks.close(name + (i == 0 ? " embedding output" : " block " + std::to_string(i - 1) + " output"), fused.forward[i],
-                 ref.forward[i], kModelTolerance);
+                 ref.forward[i], kModelActivationTolerance);
   for (size_t i = 0; i < ref.backward.size(); ++i)
     checks.close(name + " gradient of " + (i + 1 == ref.backward.size() ? std::string("the head input")
                                                                        : "block " + std::to_string(i) + " input"),
-                 fused.backward[i], ref.backward[i], kModelTolerance);
+                 fused.backward[i], ref.backward[i], kModelActivationTolerance);
   for (const auto& [param, ref_grad] : ref.grads) {
     auto it = fused.grads.find(param);
     if (it == fused.grads.end()) {
       checks.record(name + " grad " + param, false, "kernels-fused has no parameter of that name");
       continue;
     }
-    checks.close(name + " grad " + param, it->second, ref_grad, kModelTolerance);
+    checks.close(name + " grad " + param, it->second, ref_grad, kModelGradTolerance);
   }
   for (const auto& [param, grad] : fused.grads)
     if (!ref.grads.count(param)) checks.record(name + " grad " + param, false, "kernels-ref has no parameter of that name");
@@ -360,12 +383,12 @@ void check_block(Checks& checks, const std::string& dir, const std::string& path
   OwnedTensor rx, ry, rg, rgin, fx, fy, fg, fgin;
   const Result r = run(*ref, &solo_ref, ref_block, rx, ry, rg, rgin);
   const Result f = run(*fused, &solo_fused, fused_block, fx, fy, fg, fgin);
-  checks.close(name + " output", f.out, r.out, kBlockTolerance);
-  checks.close(name + " gradient of the input", f.din, r.din, kBlockTolerance);
+  checks.close(name + " output", f.out, r.out, kBlockOutputTolerance);
+  checks.close(name + " gradient of the input", f.din, r.din, kBlockOutputTolerance);
   for (const auto& [param, grad] : r.grads) {
     auto it = f.grads.find(param);
     if (it == f.grads.end()) checks.record(name + " grad " + param, false, "kernels-fused has no parameter of that name");
-    else checks.close(name + " grad " + param, it->second, grad, kBlockTolerance);
+    else checks.close(name + " grad " + param, it->second, grad, kBlockGradTolerance);
   }
 
   // Recomputation: forward without saving, then with, gives the same output as the first run.
