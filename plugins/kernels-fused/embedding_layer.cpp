@@ -35,6 +35,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
   backend_->expect(tokens, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "embedding forward: tokens");
   backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "embedding forward: out");
   check_token_ids(tokens, m.vocab, "embedding forward: tokens");
+  if (save) saved_.require_free(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernels();
 
@@ -59,9 +60,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
     s.unique = grouped.unique;
     s.token_rows = backend_->arena().allocate(grouped.packed.size() * sizeof(int32_t));
     backend_->upload().copy(s.token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
-    saved_[mb.slot] = std::move(s);
-  } else {
-    saved_.erase(mb.slot);
+    saved_.put(mb.slot, std::move(s));
   }
 }
 
@@ -69,19 +68,14 @@ void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
   const ModelSpec& m = backend_->model();
   backend_->expect(dout, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden},
                    "embedding backward: dout");
-  auto it = saved_.find(mb.slot);
-  if (it == saved_.end())
-    throw Error("kernels-fused: embedding backward of slot " + std::to_string(mb.slot) +
-                " without a forward that saved it (forward(save = true) must come first)");
+  const Saved s = saved_.take(mb.slot);
   backend_->activate();
-  const Saved& s = it->second;
   const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
   embedding_backward(dout.as<const bf16>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
                      position_->grad(), view_token_rows(static_cast<const int32_t*>(s.token_rows.get()), s.unique),
                      word_->grad(), backend_->kernels());
-  saved_.erase(it);
 }
 
-void FusedEmbedding::release(int slot) { saved_.erase(slot); }
+void FusedEmbedding::release(int slot) { saved_.release(slot); }
 
 }  // namespace ptdp::fused

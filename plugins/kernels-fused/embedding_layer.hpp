@@ -2,10 +2,10 @@
 // The vocab-parallel token embedding plus the learned position embedding, with the embedding
 // dropout (site 0). This rank holds rows [rank * V/t, (rank + 1) * V/t) of the padded vocabulary;
 // rows of other ranks' tokens are zero here and the group's all-reduce fills them in.
-#include <map>
 #include <memory>
 
 #include "backend.hpp"
+#include "saved_slots.hpp"
 
 namespace ptdp::fused {
 
@@ -31,7 +31,7 @@ class FusedEmbedding final : public EmbeddingLayer {
   std::shared_ptr<Backend> backend_;
   std::shared_ptr<Parameter> word_, position_;
   int64_t vocab_rows_ = 0, vocab_begin_ = 0;
-  std::map<int, Saved> saved_;
+  SavedSlots<Saved> saved_{"embedding"};
 };
 
 // Token ids from the host, checked against the vocabulary (ids outside it would read past the

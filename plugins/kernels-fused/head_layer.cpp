@@ -46,6 +46,7 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   backend_->expect(targets, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "head forward: targets");
   backend_->expect(loss, DType::F32, MemoryKind::Cuda, {1}, "head forward: loss");
   check_token_ids(targets, m.vocab, "head forward: targets");
+  if (save) saved_.require_free(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernels();
   DeviceArena& arena = backend_->arena();
@@ -81,19 +82,13 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   }
   cross_entropy_loss(stats, tokens, loss.as<float>(), k);
 
-  if (save) saved_[mb.slot] = std::move(a);
-  else saved_.erase(mb.slot);
+  if (save) saved_.put(mb.slot, std::move(a));
 }
 
 void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   const ModelSpec& m = backend_->model();
   backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head backward: din");
-  auto it = saved_.find(mb.slot);
-  if (it == saved_.end())
-    throw Error("kernels-fused: head backward of slot " + std::to_string(mb.slot) +
-                " without a forward that saved it (forward(save = true) must come first)");
-  std::shared_ptr<Activations> a = std::move(it->second);
-  saved_.erase(it);
+  std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernels();
   Gemm& gemm = backend_->gemm();
@@ -110,6 +105,6 @@ void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
                       nullptr, din.as<bf16>(), ln_weight_->grad(), ln_bias_->grad(), tokens, h, k);
 }
 
-void FusedHead::release(int slot) { saved_.erase(slot); }
+void FusedHead::release(int slot) { saved_.release(slot); }
 
 }  // namespace ptdp::fused

@@ -1,10 +1,10 @@
 #pragma once
 // The model's head: final LayerNorm, logits against this rank's rows of the (tied) word matrix,
 // and vocab-parallel cross entropy, whose loss is the mean over the microbatch's s * b tokens.
-#include <map>
 #include <memory>
 
 #include "backend.hpp"
+#include "saved_slots.hpp"
 
 namespace ptdp::fused {
 
@@ -25,7 +25,7 @@ class FusedHead final : public HeadLayer {
   std::shared_ptr<Parameter> ln_weight_, ln_bias_, word_;
   bool owns_word_ = false;
   int64_t vocab_rows_ = 0, vocab_begin_ = 0, valid_cols_ = 0;
-  std::map<int, std::shared_ptr<Activations>> saved_;
+  SavedSlots<std::shared_ptr<Activations>> saved_{"head"};
 };
 
 }  // namespace ptdp::fused

@@ -26,7 +26,7 @@ struct FusedTransformerBlock::Activations {
 };
 
 FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, int layer_index)
-    : backend_(std::move(backend)), layer_(layer_index) {
+    : backend_(std::move(backend)), layer_(layer_index), saved_("block " + std::to_string(layer_index)) {
   const ModelSpec& m = backend_->model();
   const int t = backend_->tp_size(), r = backend_->tp_rank();
   const int64_t h = m.hidden;
@@ -64,6 +64,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   const std::string where = "block " + std::to_string(layer_) + " forward: ";
   backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "in");
   backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "out");
+  if (save) saved_.require_free(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernels();
   DeviceArena& arena = backend_->arena();
@@ -111,8 +112,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<bf16>(), tokens, h,
                            backend_->dropout_site(mb, 2 + 2 * layer_), k);
 
-  if (save) saved_[mb.slot] = std::move(a);
-  else saved_.erase(mb.slot);
+  if (save) saved_.put(mb.slot, std::move(a));
 }
 
 void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
@@ -120,12 +120,7 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   const std::string where = "block " + std::to_string(layer_) + " backward: ";
   backend_->expect(dout, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "dout");
   backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
-  auto it = saved_.find(mb.slot);
-  if (it == saved_.end())
-    throw Error("kernels-fused: block " + std::to_string(layer_) + " backward of slot " + std::to_string(mb.slot) +
-                " without a forward that saved it (forward(save = true) must come first)");
-  std::shared_ptr<Activations> a = std::move(it->second);
-  saved_.erase(it);
+  std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernels();
   DeviceArena& arena = backend_->arena();
@@ -168,6 +163,6 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
                       d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k);
 }
 
-void FusedTransformerBlock::release(int slot) { saved_.erase(slot); }
+void FusedTransformerBlock::release(int slot) { saved_.release(slot); }
 
 }  // namespace ptdp::fused

@@ -5,10 +5,10 @@
 // QKV and FC1 are column-parallel (this rank's heads and FFN columns), the projection and FC2
 // row-parallel; their partial outputs are summed over the group before the bias. Backward sums
 // the gradients of ln1(x) and ln2(h) over the group (the conjugate all-reduces).
-#include <map>
 #include <memory>
 
 #include "backend.hpp"
+#include "saved_slots.hpp"
 
 namespace ptdp::fused {
 
@@ -30,7 +30,7 @@ class FusedTransformerBlock final : public TransformerBlock {
   int64_t ffn_ = 0;    // this rank's FFN columns
   std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
-  std::map<int, std::shared_ptr<Activations>> saved_;
+  SavedSlots<std::shared_ptr<Activations>> saved_;
 };
 
 }  // namespace ptdp::fused

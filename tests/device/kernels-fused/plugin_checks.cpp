@@ -514,6 +514,7 @@ void check_errors(Checks& checks, const std::string& dir) {
   expect_error(checks, "error: backward after forward(save=false)", "without a forward",
                [&] { embedding->backward(in.mb, a.view); });
   block->forward(in.mb, a.view, b.view, true);
+  expect_error(checks, "error: slot already in use", "already holds", [&] { block->forward(in.mb, a.view, b.view, true); });
   block->release(in.mb.slot);
   expect_error(checks, "error: backward after release", "without a forward", [&] { block->backward(in.mb, b.view, a.view); });
   expect_error(checks, "error: sum_squares of bf16", "f32 tensors", [&] { k.sum_squares({a.view}); });
