@@ -90,6 +90,30 @@ TEST(KernelsFusedPlugin, RefusesAnUnknownAttentionPath) {
   }
 }
 
+// Flash is the default exactly when this build has the cuDNN frontend; without it, asking for
+// flash is refused at creation, saying what to do.
+TEST(KernelsFusedPlugin, FlashOnlyWithTheCudnnFrontend) {
+  std::string default_attention;
+  {
+    LoadedKernels kernels(kPlugin, {{"attention", "\"unfused\""}});
+    const PluginDescriptor& d = kernels.descriptor();
+    for (uint32_t i = 0; i < d.config_schema_size; ++i)
+      if (std::string(d.config_schema[i].key) == "attention") default_attention = d.config_schema[i].default_value;
+  }
+  if (default_attention == "\"flash\"") {
+    EXPECT_NO_THROW(LoadedKernels(kPlugin, {{"attention", "\"flash\""}}));
+    return;
+  }
+  ASSERT_EQ(default_attention, "\"unfused\"");
+  try {
+    LoadedKernels kernels(kPlugin, {{"attention", "\"flash\""}});
+    FAIL() << "created with attention = flash in a build without the cuDNN frontend";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no cuDNN frontend"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("attention = \"unfused\""), std::string::npos) << e.what();
+  }
+}
+
 TEST(KernelsFusedPlugin, NeedsBindFirst) {
   LoadedKernels kernels(kPlugin, {{"attention", "\"unfused\""}});
   try {
