@@ -20,6 +20,8 @@ std::string shape_text(int64_t m, int64_t n, int64_t k) {
 
 }  // namespace
 
+// Teardown calls are not checked: they may run after the CUDA context is gone, and a destructor
+// has nobody to report to.
 struct Gemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
@@ -100,7 +102,7 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   int found_count = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, plan->desc, plan->a, plan->b, plan->d, plan->d,
                                                                 preference, 1, &result, &found_count);
-  cublasLtMatmulPreferenceDestroy(preference);
+  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
   if (status != CUBLAS_STATUS_SUCCESS || found_count == 0)
     throw Error(std::string("kernels-fused: cuBLASLt has no algorithm for a GEMM of ") +
                 shape_text(key.m, key.n, key.k) + (key.bias ? " with bias" : "") + ": " +
