@@ -121,6 +121,9 @@ class ThreadGroup {
     }
     for (const Tensor& t : buffers_)
       cuda_ok(cudaMemcpy(t.data, result.data(), first.bytes(), cudaMemcpyHostToDevice), "scatter");
+    // A copy from pageable memory may still be in flight when cudaMemcpy returns, and the ranks'
+    // streams do not wait for the default stream.
+    cuda_ok(cudaDeviceSynchronize(), "scatter");
   }
 
   const int size_;
