@@ -40,9 +40,10 @@ if(_ptdp_cuda_missing)
   return()
 endif()
 
-# Hopper SASS plus PTX that later GPUs JIT-compile, unless the user chose architectures.
+# Hopper SASS plus PTX that later GPUs JIT-compile. Set before enable_language(CUDA), which
+# otherwise caches the compiler's own default (sm_75 for CUDA 13).
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-  set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual")
+  set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual" CACHE STRING "CUDA architectures of the CUDA plugins")
 endif()
 enable_language(CUDA)
 set(PTDP_HAVE_CUDA ON)

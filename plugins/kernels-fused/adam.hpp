@@ -1,0 +1,30 @@
+#pragma once
+// Fused AdamW over every parameter in one launch (multi-tensor): reads the fp32 gradient, updates
+// the fp32 master weight and both moments, and writes the bf16 working copy where there is one.
+#include <cstdint>
+
+#include "kernel_context.hpp"
+#include "multi_tensor.hpp"
+
+namespace ptdp::fused {
+
+struct AdamTensor {
+  float* param;
+  const float* grad;
+  float* exp_avg;
+  float* exp_avg_sq;
+  bf16* working;       // null when nothing reads a bf16 copy
+  int64_t numel;
+  float weight_decay;  // 0 where the parameter is not decayed
+};
+
+struct AdamHyper {
+  float lr, beta1, beta2, eps, grad_scale;
+  float bias_correction1, bias_correction2;  // 1 - beta^step
+};
+
+// metadata: a device copy of pack_multi_tensor(std::vector<AdamTensor>).
+void adam_step(const void* metadata, size_t chunks_offset, int chunk_count, const AdamHyper& hyper,
+               const KernelContext& ctx);
+
+}  // namespace ptdp::fused

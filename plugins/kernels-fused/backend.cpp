@@ -1,0 +1,125 @@
+#include "backend.hpp"
+
+#include "attention_unfused.hpp"
+#include "cuda_check.hpp"
+#include "flash_attention.hpp"
+
+namespace ptdp::fused {
+
+Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
+    : model_(binding.model),
+      tp_rank_(binding.tp_rank),
+      tp_size_(binding.tp_size),
+      tp_(binding.tp),
+      device_(binding.device_index) {
+  PTDP_CUDA_CHECK(cudaSetDevice(device_));
+  PTDP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  try {
+    arena_ = DeviceArena::create(device_);
+    upload_ = std::make_unique<HostUpload>(stream_);
+    metadata_ = std::make_unique<MetadataCache>(*arena_, *upload_);
+    int sm_count = 0;
+    PTDP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
+    kernels_ = KernelContext{stream_, arena_.get(), sm_count};
+    gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes);
+
+    AttentionShape shape;
+    shape.seq = model_.seq_len;
+    shape.batch = model_.micro_batch;
+    shape.heads = model_.heads / tp_size_;
+    shape.head_dim = model_.hidden / model_.heads;
+    if (options.attention == AttentionPath::Flash)
+      attention_ = make_flash_attention(shape, kernels_);
+    else
+      attention_ = std::make_unique<UnfusedAttention>(shape, *gemm_, kernels_);
+    if (tp_size_ > 1) tp_->bind_stream(stream_);
+  } catch (...) {
+    // The destructor does not run for a half-built backend.
+    attention_.reset();
+    gemm_.reset();
+    metadata_.reset();
+    upload_.reset();
+    (void)cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+Backend::~Backend() {
+  if (stream_) (void)cudaStreamSynchronize(stream_);
+  attention_.reset();
+  gemm_.reset();
+  metadata_.reset();
+  upload_.reset();
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+void Backend::activate() const { PTDP_CUDA_CHECK(cudaSetDevice(device_)); }
+
+void Backend::all_reduce(void* data, DType dtype, int64_t count, ReduceOp op) {
+  if (tp_size_ == 1 || count == 0) return;
+  tp_->all_reduce(device_tensor(data, dtype, {count}), op);
+}
+
+DropoutSite Backend::dropout_site(const MicroBatch& mb, int site) const {
+  DropoutSite d;
+  d.seed = model_.seed;
+  d.step = mb.step;
+  d.site = site;
+  d.p = model_.dropout;
+  d.first_sample = mb.first_sample;
+  d.micro_batch = model_.micro_batch;
+  d.seq_len = model_.seq_len;
+  d.hidden = model_.hidden;
+  return d;
+}
+
+Tensor Backend::device_tensor(void* data, DType dtype, std::vector<int64_t> shape) const {
+  Tensor t;
+  t.data = data;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.device = Device{MemoryKind::Cuda, device_};
+  return t;
+}
+
+std::shared_ptr<Parameter> Backend::make_parameter(const ParameterSpec& spec) {
+  auto p = std::make_shared<Parameter>(spec, *arena_, device_, stream_);
+  parameters_.push_back(p);
+  by_master_[p->master()] = p;
+  return p;
+}
+
+std::vector<std::shared_ptr<Parameter>> Backend::parameters() {
+  std::vector<std::shared_ptr<Parameter>> live;
+  std::vector<std::weak_ptr<Parameter>> kept;
+  for (auto& weak : parameters_) {
+    if (auto p = weak.lock()) {
+      live.push_back(p);
+      kept.push_back(weak);
+    }
+  }
+  parameters_.swap(kept);
+  for (auto it = by_master_.begin(); it != by_master_.end();)
+    it = it->second.expired() ? by_master_.erase(it) : std::next(it);
+  return live;
+}
+
+std::shared_ptr<Parameter> Backend::parameter_by_master(const void* master) {
+  auto it = by_master_.find(master);
+  return it == by_master_.end() ? nullptr : it->second.lock();
+}
+
+void Backend::expect(const Tensor& t, DType dtype, MemoryKind memory, const std::vector<int64_t>& shape,
+                     const std::string& what) const {
+  const bool memory_ok = t.device.kind == memory && (memory == MemoryKind::Host || t.device.index == device_);
+  if (t.dtype != dtype || !memory_ok || t.shape != shape || (t.data == nullptr && t.numel() > 0))
+    throw Error("kernels-fused: " + what + " must be " + dtype_name(dtype) + " " + shape_string(shape) + " in " +
+                (memory == MemoryKind::Host ? std::string("host memory")
+                                            : "memory of CUDA device " + std::to_string(device_)) +
+                ", got " + dtype_name(t.dtype) + " " + shape_string(t.shape) + " in " +
+                (t.device.kind == MemoryKind::Host ? std::string("host memory")
+                                                   : "memory of CUDA device " + std::to_string(t.device.index)) +
+                (t.data == nullptr ? " (no data)" : ""));
+}
+
+}  // namespace ptdp::fused

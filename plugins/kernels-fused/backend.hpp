@@ -1,0 +1,86 @@
+#pragma once
+// Backend: what every layer of one kernels-fused instance shares once it is bound to a device:
+// the stream everything is enqueued on, the arena, the GEMM and attention engines, the
+// tensor-parallel group, and the registry of parameters whose bf16 working copies it refreshes.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "arena.hpp"
+#include "attention.hpp"
+#include "dropout.hpp"
+#include "gemm.hpp"
+#include "host_upload.hpp"
+#include "kernel_context.hpp"
+#include "multi_tensor.hpp"
+#include "parameter.hpp"
+#include "ptdp/communicator.hpp"
+#include "ptdp/layer_kernels.hpp"
+
+namespace ptdp::fused {
+
+enum class AttentionPath { Flash, Unfused };
+
+struct BackendOptions {
+  AttentionPath attention = AttentionPath::Flash;
+  size_t gemm_workspace_bytes = size_t(32) << 20;
+};
+
+class Backend {
+ public:
+  Backend(const KernelsBinding& binding, const BackendOptions& options);
+  ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  const ModelSpec& model() const { return model_; }
+  int tp_rank() const { return tp_rank_; }
+  int tp_size() const { return tp_size_; }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  const KernelContext& kernels() const { return kernels_; }
+  DeviceArena& arena() { return *arena_; }
+  HostUpload& upload() { return *upload_; }
+  MetadataCache& metadata() { return *metadata_; }
+  Gemm& gemm() { return *gemm_; }
+  Attention& attention() { return *attention_; }
+
+  // Makes this backend's device current for the calling thread.
+  void activate() const;
+
+  // Sum (or max) over the tensor-parallel group, in place on the stream; nothing when it is one rank.
+  void all_reduce(void* data, DType dtype, int64_t count, ReduceOp op = ReduceOp::Sum);
+
+  DropoutSite dropout_site(const MicroBatch& mb, int site) const;
+  Tensor device_tensor(void* data, DType dtype, std::vector<int64_t> shape) const;
+
+  std::shared_ptr<Parameter> make_parameter(const ParameterSpec& spec);
+  // Live parameters (layers that were dropped take theirs with them).
+  std::vector<std::shared_ptr<Parameter>> parameters();
+  std::shared_ptr<Parameter> parameter_by_master(const void* master);
+
+  // Checks a tensor passed in: dtype, memory and shape, naming the layer and argument when wrong.
+  void expect(const Tensor& t, DType dtype, MemoryKind memory, const std::vector<int64_t>& shape,
+              const std::string& what) const;
+
+ private:
+  ModelSpec model_;
+  int tp_rank_ = 0;
+  int tp_size_ = 1;
+  Communicator* tp_ = nullptr;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<DeviceArena> arena_;
+  std::unique_ptr<HostUpload> upload_;
+  std::unique_ptr<MetadataCache> metadata_;
+  std::unique_ptr<Gemm> gemm_;
+  std::unique_ptr<Attention> attention_;
+  KernelContext kernels_;
+  std::vector<std::weak_ptr<Parameter>> parameters_;
+  std::unordered_map<const void*, std::weak_ptr<Parameter>> by_master_;
+};
+
+}  // namespace ptdp::fused

@@ -1,0 +1,19 @@
+#pragma once
+// The paper's fused bias + GeLU (tanh form, as GPT-2), forward and backward, over the [tokens,
+// ffn] output of the first MLP GEMM. The sum x + bias is never stored: backward recomputes it.
+#include <cstdint>
+
+#include "kernel_context.hpp"
+
+namespace ptdp::fused {
+
+// y = gelu(x + bias). x, y: [rows, cols] bf16 (y may be x); bias: fp32 [cols].
+void bias_gelu_forward(const bf16* x, const float* bias, bf16* y, int64_t rows, int64_t cols,
+                       const KernelContext& ctx);
+
+// dx = dy * gelu'(x + bias), and dbias += column sums of dx (fp32 accumulator, may be null).
+// dx may be dy.
+void bias_gelu_backward(const bf16* dy, const bf16* x, const float* bias, bf16* dx, float* dbias,
+                        int64_t rows, int64_t cols, const KernelContext& ctx);
+
+}  // namespace ptdp::fused

@@ -1,0 +1,81 @@
+#include "embedding_layer.hpp"
+
+#include <string>
+
+#include "embedding.hpp"
+#include "token_rows.hpp"
+
+namespace ptdp::fused {
+
+void check_token_ids(const Tensor& ids, int vocab, const char* what) {
+  const int32_t* data = ids.as<const int32_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (data[i] < 0 || data[i] >= vocab)
+      throw Error(std::string("kernels-fused: ") + what + " holds token id " + std::to_string(data[i]) +
+                  " at position " + std::to_string(i / ids.shape[1]) + ", sample " + std::to_string(i % ids.shape[1]) +
+                  "; ids must be in [0, " + std::to_string(vocab) + ")");
+  }
+}
+
+FusedEmbedding::FusedEmbedding(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {
+  const ModelSpec& m = backend_->model();
+  vocab_rows_ = m.padded_vocab / backend_->tp_size();
+  vocab_begin_ = vocab_rows_ * backend_->tp_rank();
+  word_ = backend_->make_parameter(ParameterSpec{"embedding.word", {m.padded_vocab, m.hidden}, 0, vocab_begin_,
+                                                 {vocab_rows_, m.hidden}, true, true});
+  position_ = backend_->make_parameter(
+      ParameterSpec{"embedding.position", {m.seq_len, m.hidden}, -1, 0, {m.seq_len, m.hidden}, true, false});
+}
+
+std::vector<ParamRef> FusedEmbedding::parameters() { return {word_->ref(), position_->ref()}; }
+
+void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor out, bool save) {
+  const ModelSpec& m = backend_->model();
+  const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
+  backend_->expect(tokens, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "embedding forward: tokens");
+  backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "embedding forward: out");
+  check_token_ids(tokens, m.vocab, "embedding forward: tokens");
+  if (save) saved_.require_free(mb.slot);
+  backend_->activate();
+  const KernelContext& k = backend_->kernels();
+
+  auto ids = allocate_buffer<int32_t>(backend_->arena(), size_t(rows));
+  backend_->upload().copy(ids.get(), tokens.data, size_t(rows) * sizeof(int32_t));
+  const DropoutSite dropout = backend_->dropout_site(mb, 0);
+  bf16* y = out.as<bf16>();
+  if (backend_->tp_size() == 1) {
+    embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, position_->master(), y, rows, m.hidden,
+                      m.micro_batch, dropout, k);
+  } else {
+    // Position and dropout come after the sum over the group, so that they are applied once.
+    embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, nullptr, y, rows, m.hidden,
+                      m.micro_batch, dropout, k);
+    backend_->all_reduce(y, DType::BF16, rows * m.hidden);
+    embedding_add_position(y, position_->master(), rows, m.hidden, m.micro_batch, dropout, k);
+  }
+
+  if (save) {
+    const TokenRows grouped = group_rows_by_token(tokens.as<const int32_t>(), rows, vocab_begin_, vocab_rows_);
+    Saved s;
+    s.unique = grouped.unique;
+    s.token_rows = backend_->arena().allocate(grouped.packed.size() * sizeof(int32_t));
+    backend_->upload().copy(s.token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
+    saved_.put(mb.slot, std::move(s));
+  }
+}
+
+void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
+  const ModelSpec& m = backend_->model();
+  backend_->expect(dout, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden},
+                   "embedding backward: dout");
+  const Saved s = saved_.take(mb.slot);
+  backend_->activate();
+  const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
+  embedding_backward(dout.as<const bf16>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
+                     position_->grad(), view_token_rows(static_cast<const int32_t*>(s.token_rows.get()), s.unique),
+                     word_->grad(), backend_->kernels());
+}
+
+void FusedEmbedding::release(int slot) { saved_.release(slot); }
+
+}  // namespace ptdp::fused

@@ -1,0 +1,41 @@
+#pragma once
+// The vocab-parallel token embedding plus the learned position embedding, with the embedding
+// dropout (site 0). This rank holds rows [rank * V/t, (rank + 1) * V/t) of the padded vocabulary;
+// rows of other ranks' tokens are zero here and the group's all-reduce fills them in.
+#include <memory>
+
+#include "backend.hpp"
+#include "saved_slots.hpp"
+
+namespace ptdp::fused {
+
+class FusedEmbedding final : public EmbeddingLayer {
+ public:
+  explicit FusedEmbedding(std::shared_ptr<Backend> backend);
+
+  std::vector<ParamRef> parameters() override;
+  void forward(const MicroBatch& mb, const Tensor& tokens, Tensor out, bool save) override;
+  void backward(const MicroBatch& mb, const Tensor& dout) override;
+  void release(int slot) override;
+
+  const Backend* backend() const { return backend_.get(); }
+  // The word matrix, shared with a tied head.
+  std::shared_ptr<Parameter> word() const { return word_; }
+
+ private:
+  struct Saved {
+    std::shared_ptr<void> token_rows;  // TokenRows::packed on the device
+    int32_t unique = 0;
+  };
+
+  std::shared_ptr<Backend> backend_;
+  std::shared_ptr<Parameter> word_, position_;
+  int64_t vocab_rows_ = 0, vocab_begin_ = 0;
+  SavedSlots<Saved> saved_{"embedding"};
+};
+
+// Token ids from the host, checked against the vocabulary (ids outside it would read past the
+// tables). `what` names the argument in the message.
+void check_token_ids(const Tensor& ids, int vocab, const char* what);
+
+}  // namespace ptdp::fused

@@ -1,0 +1,110 @@
+#include "head_layer.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "cross_entropy.hpp"
+#include "cuda_check.hpp"
+#include "embedding_layer.hpp"
+#include "layer_norm.hpp"
+
+namespace ptdp::fused {
+
+struct FusedHead::Activations {
+  DeviceBuffer<bf16> x;         // head input         [tokens, h]
+  DeviceBuffer<bf16> xn;        // final LayerNorm    [tokens, h]
+  DeviceBuffer<float> ln_stats; // mean | rstd        [2, tokens]
+  DeviceBuffer<bf16> logits;    // this rank's vocabulary columns [tokens, V/t]; backward overwrites
+  DeviceBuffer<int32_t> targets;
+  DeviceBuffer<float> ce_stats; // group max | sum exp | target logit [3, tokens]
+};
+
+FusedHead::FusedHead(std::shared_ptr<Backend> backend, std::shared_ptr<Parameter> word)
+    : backend_(std::move(backend)), word_(std::move(word)) {
+  const ModelSpec& m = backend_->model();
+  vocab_rows_ = m.padded_vocab / backend_->tp_size();
+  vocab_begin_ = vocab_rows_ * backend_->tp_rank();
+  valid_cols_ = std::clamp<int64_t>(m.vocab - vocab_begin_, 0, vocab_rows_);
+  ln_weight_ = backend_->make_parameter(ParameterSpec{"head.ln.weight", {m.hidden}, -1, 0, {m.hidden}, false, false});
+  ln_bias_ = backend_->make_parameter(ParameterSpec{"head.ln.bias", {m.hidden}, -1, 0, {m.hidden}, false, false});
+  if (!word_) {
+    owns_word_ = true;
+    word_ = backend_->make_parameter(ParameterSpec{"embedding.word", {m.padded_vocab, m.hidden}, 0, vocab_begin_,
+                                                   {vocab_rows_, m.hidden}, true, true});
+  }
+}
+
+std::vector<ParamRef> FusedHead::parameters() {
+  std::vector<ParamRef> refs{ln_weight_->ref(), ln_bias_->ref()};
+  if (owns_word_) refs.push_back(word_->ref());
+  return refs;
+}
+
+void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss, bool save) {
+  const ModelSpec& m = backend_->model();
+  backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head forward: in");
+  backend_->expect(targets, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "head forward: targets");
+  backend_->expect(loss, DType::F32, MemoryKind::Cuda, {1}, "head forward: loss");
+  check_token_ids(targets, m.vocab, "head forward: targets");
+  if (save) saved_.require_free(mb.slot);
+  backend_->activate();
+  const KernelContext& k = backend_->kernels();
+  DeviceArena& arena = backend_->arena();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+
+  auto a = std::make_shared<Activations>();
+  const bf16* x = in.as<const bf16>();
+  if (save) {
+    a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                    backend_->stream()));
+    x = a->x.get();
+  }
+  a->xn = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  a->ln_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
+  a->logits = allocate_buffer<bf16>(arena, size_t(tokens * vocab_rows_));
+  a->targets = allocate_buffer<int32_t>(arena, size_t(tokens));
+  a->ce_stats = allocate_buffer<float>(arena, size_t(3 * tokens));
+  backend_->upload().copy(a->targets.get(), targets.data, size_t(tokens) * sizeof(int32_t));
+
+  layer_norm_forward(x, ln_weight_->master(), ln_bias_->master(), a->xn.get(), a->ln_stats.get(),
+                     a->ln_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+  backend_->gemm().linear_forward(a->xn.get(), word_->working(), nullptr, a->logits.get(), tokens, h, vocab_rows_);
+  float* stats = a->ce_stats.get();
+  cross_entropy_row_stats(a->logits.get(), a->targets.get(), tokens, vocab_rows_, vocab_begin_, valid_cols_, stats, k);
+  if (backend_->tp_size() > 1) {
+    auto group_max = allocate_buffer<float>(arena, size_t(tokens));
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(group_max.get(), stats, size_t(tokens) * sizeof(float), cudaMemcpyDeviceToDevice,
+                                    backend_->stream()));
+    backend_->all_reduce(group_max.get(), DType::F32, tokens, ReduceOp::Max);
+    cross_entropy_rescale(stats, group_max.get(), tokens, k);
+    backend_->all_reduce(stats + tokens, DType::F32, 2 * tokens, ReduceOp::Sum);
+  }
+  cross_entropy_loss(stats, tokens, loss.as<float>(), k);
+
+  if (save) saved_.put(mb.slot, std::move(a));
+}
+
+void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
+  const ModelSpec& m = backend_->model();
+  backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head backward: din");
+  std::shared_ptr<Activations> a = saved_.take(mb.slot);
+  backend_->activate();
+  const KernelContext& k = backend_->kernels();
+  Gemm& gemm = backend_->gemm();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+
+  bf16* dlogits = a->logits.get();
+  cross_entropy_backward(dlogits, a->targets.get(), a->ce_stats.get(), tokens, vocab_rows_, vocab_begin_, valid_cols_,
+                         loss_scale / float(tokens), k);
+  gemm.linear_backward_weight(dlogits, a->xn.get(), word_->grad(), tokens, h, vocab_rows_);
+  auto d_xn = allocate_buffer<bf16>(backend_->arena(), size_t(tokens * h));
+  gemm.linear_backward_input(dlogits, word_->working(), d_xn.get(), tokens, h, vocab_rows_);
+  backend_->all_reduce(d_xn.get(), DType::BF16, tokens * h);
+  layer_norm_backward(d_xn.get(), a->x.get(), ln_weight_->master(), a->ln_stats.get(), a->ln_stats.get() + tokens,
+                      nullptr, din.as<bf16>(), ln_weight_->grad(), ln_bias_->grad(), tokens, h, k);
+}
+
+void FusedHead::release(int slot) { saved_.release(slot); }
+
+}  // namespace ptdp::fused

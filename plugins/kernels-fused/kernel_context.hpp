@@ -1,0 +1,28 @@
+#pragma once
+// What every kernel launcher needs: the stream it enqueues on, the arena its scratch comes from,
+// and the multiprocessor count that sizes its grid.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "arena.hpp"
+
+namespace ptdp::fused {
+
+using bf16 = __nv_bfloat16;
+
+struct KernelContext {
+  cudaStream_t stream = nullptr;
+  DeviceArena* arena = nullptr;
+  int sm_count = 132;
+};
+
+// Vector width of a kernel over rows of `cols` elements: 8 (16-byte bf16 accesses) when every row
+// starts 16-byte aligned, else 1.
+inline int row_vector_width(long long cols) { return cols % 8 == 0 ? 8 : 1; }
+
+inline unsigned int blocks_for(long long work, int per_block) {
+  long long blocks = (work + per_block - 1) / per_block;
+  return static_cast<unsigned int>(blocks < 1 ? 1 : blocks);
+}
+
+}  // namespace ptdp::fused

@@ -1,0 +1,270 @@
+// kernels-fused: the LayerKernels backend in CUDA C++ (bf16 activations and weights, fp32 master
+// weights, gradients and Adam state) and the plugin's entry point.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "adam.hpp"
+#include "backend.hpp"
+#include "cuda_check.hpp"
+#include "embedding_layer.hpp"
+#include "flash_attention.hpp"
+#include "grad_norm.hpp"
+#include "head_layer.hpp"
+#include "ptdp/plugin.hpp"
+#include "transformer_block.hpp"
+#include "working_copy.hpp"
+
+namespace ptdp::fused {
+namespace {
+
+#if PTDP_HAVE_CUDNN_FRONTEND
+#define PTDP_FUSED_DEFAULT_ATTENTION "\"flash\""
+#else
+#define PTDP_FUSED_DEFAULT_ATTENTION "\"unfused\""
+#endif
+
+const ConfigKeySpec kSchema[] = {
+    {"attention", ConfigType::String, PTDP_FUSED_DEFAULT_ATTENTION, 0, 0, "flash|unfused",
+     "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
+     "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
+    {"gemm_workspace_mb", ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
+};
+
+std::string check_model(const KernelsBinding& b) {
+  const ModelSpec& m = b.model;
+  auto positive = [](int v) { return v > 0; };
+  if (b.tp_size < 1) return "tp_size " + std::to_string(b.tp_size) + " must be at least 1";
+  if (b.tp_rank < 0 || b.tp_rank >= b.tp_size)
+    return "tp_rank " + std::to_string(b.tp_rank) + " is outside [0, " + std::to_string(b.tp_size) + ")";
+  if (b.tp_size > 1 && b.tp == nullptr) return "tp_size is " + std::to_string(b.tp_size) + " but no communicator was given";
+  if (b.tp_size > 1 && (b.tp->size() != b.tp_size || b.tp->rank() != b.tp_rank))
+    return "the communicator " + b.tp->name() + " is rank " + std::to_string(b.tp->rank()) + " of " +
+           std::to_string(b.tp->size()) + ", but the binding says rank " + std::to_string(b.tp_rank) + " of " +
+           std::to_string(b.tp_size);
+  if (b.tp_size > 1 && !(b.tp->memory_kinds() & memory_bit(MemoryKind::Cuda)))
+    return "the communicator " + b.tp->name() + " cannot move CUDA memory";
+  if (!positive(m.layers) || !positive(m.hidden) || !positive(m.heads) || !positive(m.seq_len) ||
+      !positive(m.vocab) || !positive(m.ffn_hidden) || !positive(m.micro_batch))
+    return "layers, hidden, heads, seq_len, vocab, ffn_hidden and micro_batch must be positive";
+  if (m.hidden % m.heads != 0)
+    return "hidden " + std::to_string(m.hidden) + " is not a multiple of heads " + std::to_string(m.heads);
+  if (m.heads % b.tp_size != 0)
+    return "heads " + std::to_string(m.heads) + " is not a multiple of the tensor-parallel size " +
+           std::to_string(b.tp_size);
+  if (m.ffn_hidden % b.tp_size != 0)
+    return "ffn_hidden " + std::to_string(m.ffn_hidden) + " is not a multiple of the tensor-parallel size " +
+           std::to_string(b.tp_size);
+  if (m.padded_vocab < m.vocab || m.padded_vocab % b.tp_size != 0)
+    return "padded_vocab " + std::to_string(m.padded_vocab) + " must be at least vocab " + std::to_string(m.vocab) +
+           " and a multiple of the tensor-parallel size " + std::to_string(b.tp_size);
+  if (!(m.dropout >= 0.0f && m.dropout < 1.0f)) return "dropout " + std::to_string(m.dropout) + " is outside [0, 1)";
+  if (!(m.layernorm_eps > 0.0f)) return "layernorm_eps must be positive";
+  if (int64_t(m.seq_len) * m.micro_batch > (int64_t(1) << 31) - 1)
+    return "seq_len * micro_batch exceeds the 32-bit token index";
+  return "";
+}
+
+class KernelsFused final : public LayerKernels {
+ public:
+  explicit KernelsFused(const PluginContext& context) : context_(context) {
+    if (context.config) {
+      const std::string attention = context.config->get_string("attention");
+      if (attention == "flash") options_.attention = AttentionPath::Flash;
+      else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
+      else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
+      options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
+    } else {
+      options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
+    }
+    if (options_.attention == AttentionPath::Flash) require_flash_attention_built();
+  }
+
+  void bind(const KernelsBinding& binding) override {
+    if (backend_) throw Error("kernels-fused: bind() was already called");
+    const std::string problem = check_model(binding);
+    if (!problem.empty()) throw Error("kernels-fused: cannot bind: " + problem);
+    int devices = 0;
+    PTDP_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (binding.device_index < 0 || binding.device_index >= devices)
+      throw Error("kernels-fused: device_index " + std::to_string(binding.device_index) + " but this process sees " +
+                  std::to_string(devices) + " CUDA device(s)");
+    device_index_ = binding.device_index;
+    backend_ = std::make_shared<Backend>(binding, options_);
+    context_.write_log(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
+                                           backend_->attention().name() + ", tensor-parallel rank " +
+                                           std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
+  }
+
+  Device device() const override { return Device{MemoryKind::Cuda, device_index_}; }
+  DType activation_dtype() const override { return DType::BF16; }
+
+  std::shared_ptr<EmbeddingLayer> make_embedding() override { return std::make_shared<FusedEmbedding>(bound()); }
+
+  std::shared_ptr<TransformerBlock> make_block(int layer_index) override {
+    auto& b = bound();
+    if (layer_index < 0 || layer_index >= b->model().layers)
+      throw Error("kernels-fused: make_block(" + std::to_string(layer_index) + "): the model has " +
+                  std::to_string(b->model().layers) + " layers");
+    return std::make_shared<FusedTransformerBlock>(b, layer_index);
+  }
+
+  std::shared_ptr<HeadLayer> make_head(EmbeddingLayer* tied) override {
+    auto& b = bound();
+    std::shared_ptr<Parameter> word;
+    if (tied) {
+      auto* embedding = dynamic_cast<FusedEmbedding*>(tied);
+      if (!embedding || embedding->backend() != b.get())
+        throw Error("kernels-fused: make_head: the tied embedding layer was not made by this kernels-fused instance");
+      word = embedding->word();
+    }
+    return std::make_shared<FusedHead>(b, std::move(word));
+  }
+
+  OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) override {
+    auto& b = bound();
+    for (int64_t d : shape)
+      if (d < 0) throw Error("kernels-fused: allocate " + shape_string(shape) + ": negative dimension");
+    OwnedTensor t;
+    t.view = b->device_tensor(nullptr, dtype, shape);
+    b->activate();
+    t.storage = b->arena().allocate(t.view.bytes());
+    t.view.data = t.storage.get();
+    PTDP_CUDA_CHECK(cudaMemsetAsync(t.view.data, 0, t.view.bytes(), b->stream()));
+    return t;
+  }
+
+  void copy_from_host(Tensor dst, const void* src) override {
+    auto& b = bound();
+    expect_device(dst, "copy_from_host: dst");
+    b->activate();
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, b->stream()));
+    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+  }
+
+  void copy_to_host(void* dst, const Tensor& src) override {
+    auto& b = bound();
+    expect_device(src, "copy_to_host: src");
+    b->activate();
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, b->stream()));
+    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+  }
+
+  void copy(Tensor dst, const Tensor& src) override {
+    auto& b = bound();
+    if (dst.dtype != src.dtype || dst.numel() != src.numel())
+      throw Error("kernels-fused: copy from " + std::string(dtype_name(src.dtype)) + " " + shape_string(src.shape) +
+                  " to " + dtype_name(dst.dtype) + " " + shape_string(dst.shape) + ": dtype or size differ");
+    b->activate();
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDefault, b->stream()));
+    if (dst.device.kind == MemoryKind::Host || src.device.kind == MemoryKind::Host)
+      PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+  }
+
+  void fill_zero(Tensor t) override {
+    auto& b = bound();
+    if (t.device.kind == MemoryKind::Host) {
+      PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+      std::memset(t.data, 0, t.bytes());
+      return;
+    }
+    b->activate();
+    PTDP_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), b->stream()));
+  }
+
+  double sum_squares(const std::vector<Tensor>& tensors) override {
+    auto& b = bound();
+    std::vector<SquareSumTensor> list;
+    for (const Tensor& t : tensors) {
+      if (t.dtype != DType::F32) throw Error("kernels-fused: sum_squares takes f32 tensors, got " +
+                                             std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
+      expect_device(t, "sum_squares: tensor");
+      if (t.numel() > 0) list.push_back(SquareSumTensor{t.as<const float>(), t.numel()});
+    }
+    b->activate();
+    const MultiTensorMetadata meta = pack_multi_tensor(list);
+    const void* device_meta = meta.chunk_count ? b->metadata().device_copy(meta.bytes) : nullptr;
+    auto result = allocate_buffer<double>(b->arena(), 1);
+    sum_of_squares(device_meta, meta.chunks_offset, meta.chunk_count, result.get(), b->kernels());
+    double host = 0.0;
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(&host, result.get(), sizeof(double), cudaMemcpyDeviceToHost, b->stream()));
+    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+    return host;
+  }
+
+  void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override {
+    auto& b = bound();
+    if (step.step < 1) throw Error("kernels-fused: adam_step: step " + std::to_string(step.step) + " must be >= 1");
+    std::vector<AdamTensor> list;
+    for (const ParamRef& p : params) {
+      for (const Tensor* t : {&p.master, &p.grad, &p.exp_avg, &p.exp_avg_sq}) {
+        if (t->dtype != DType::F32 || t->numel() != p.master.numel())
+          throw Error("kernels-fused: adam_step: parameter " + p.name + " needs f32 master, grad and moments of " +
+                      std::to_string(p.master.numel()) + " elements");
+        expect_device(*t, "adam_step: parameter " + p.name);
+      }
+      if (p.master.numel() == 0) continue;
+      auto owner = b->parameter_by_master(p.master.data);
+      list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
+                                p.exp_avg_sq.as<float>(), owner ? owner->working() : nullptr, p.master.numel(),
+                                p.weight_decay ? step.weight_decay : 0.0f});
+    }
+    if (list.empty()) return;
+    AdamHyper hyper;
+    hyper.lr = step.lr;
+    hyper.beta1 = step.beta1;
+    hyper.beta2 = step.beta2;
+    hyper.eps = step.eps;
+    hyper.grad_scale = step.grad_scale;
+    hyper.bias_correction1 = float(1.0 - std::pow(double(step.beta1), double(step.step)));
+    hyper.bias_correction2 = float(1.0 - std::pow(double(step.beta2), double(step.step)));
+    b->activate();
+    const MultiTensorMetadata meta = pack_multi_tensor(list);
+    ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,
+                             b->kernels());
+  }
+
+  void params_updated() override {
+    auto& b = bound();
+    std::vector<CastTensor> list;
+    for (const auto& p : b->parameters())
+      if (p->working() && p->numel() > 0) list.push_back(CastTensor{p->master(), p->working(), p->numel()});
+    if (list.empty()) return;
+    b->activate();
+    const MultiTensorMetadata meta = pack_multi_tensor(list);
+    refresh_working_copies(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, b->kernels());
+  }
+
+  void synchronize() override {
+    auto& b = bound();
+    b->activate();
+    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+  }
+
+  void* stream() override { return bound()->stream(); }
+
+ private:
+  std::shared_ptr<Backend>& bound() {
+    if (!backend_) throw Error("kernels-fused: bind() must be called before anything else");
+    return backend_;
+  }
+
+  void expect_device(const Tensor& t, const std::string& what) const {
+    if (t.device.kind != MemoryKind::Cuda || t.device.index != device_index_ || (t.data == nullptr && t.numel() > 0))
+      throw Error("kernels-fused: " + what + " must be memory of CUDA device " + std::to_string(device_index_) +
+                  ", got " + (t.device.kind == MemoryKind::Host ? std::string("host memory")
+                                                                : "CUDA device " + std::to_string(t.device.index)));
+  }
+
+  PluginContext context_;
+  BackendOptions options_;
+  int device_index_ = 0;
+  std::shared_ptr<Backend> backend_;
+};
+
+}  // namespace
+}  // namespace ptdp::fused
+
+PTDP_PLUGIN(::ptdp::PluginKind::LayerKernels, ::ptdp::LayerKernels, ::ptdp::fused::KernelsFused, "kernels-fused",
+            "0.1.0", ::ptdp::fused::kSchema)

@@ -1,0 +1,43 @@
+#include "parameter.hpp"
+
+#include "cuda_check.hpp"
+
+namespace ptdp::fused {
+
+Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, cudaStream_t stream)
+    : spec_(spec), device_(device) {
+  numel_ = 1;
+  for (int64_t d : spec_.local_shape) numel_ *= d;
+  stride_ = (numel_ + 63) / 64 * 64;
+  // Moments start at zero and so does the master until the core initializes it.
+  state_ = arena.allocate(size_t(4) * stride_ * sizeof(float));
+  PTDP_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, size_t(4) * stride_ * sizeof(float), stream));
+  if (spec_.working_copy) {
+    working_ = arena.allocate(size_t(numel_) * sizeof(bf16));
+    PTDP_CUDA_CHECK(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(bf16), stream));
+  }
+}
+
+ParamRef Parameter::ref() const {
+  auto view = [this](float* data) {
+    Tensor t;
+    t.data = data;
+    t.dtype = DType::F32;
+    t.shape = spec_.local_shape;
+    t.device = Device{MemoryKind::Cuda, device_};
+    return t;
+  };
+  ParamRef r;
+  r.name = spec_.name;
+  r.global_shape = spec_.global_shape;
+  r.shard_dim = spec_.shard_dim;
+  r.shard_offset = spec_.shard_offset;
+  r.master = view(master());
+  r.grad = view(grad());
+  r.exp_avg = view(exp_avg());
+  r.exp_avg_sq = view(exp_avg_sq());
+  r.weight_decay = spec_.weight_decay;
+  return r;
+}
+
+}  // namespace ptdp::fused

@@ -1,0 +1,168 @@
+#include "transformer_block.hpp"
+
+#include <string>
+
+#include "bias_dropout_add.hpp"
+#include "bias_gelu.hpp"
+#include "column_reduce.hpp"
+#include "cuda_check.hpp"
+#include "layer_norm.hpp"
+
+namespace ptdp::fused {
+
+// What backward reads, per microbatch in flight. Dropout masks are redrawn, not kept.
+struct FusedTransformerBlock::Activations {
+  DeviceBuffer<bf16> x;           // block input          [tokens, h]
+  DeviceBuffer<bf16> ln1;         // ln1(x)               [tokens, h]
+  DeviceBuffer<float> ln1_stats;  // mean | rstd         [2, tokens]
+  DeviceBuffer<bf16> qkv;         // with bias            [tokens, 3, width]
+  DeviceBuffer<bf16> ctx;         // attention output     [tokens, width]
+  std::shared_ptr<void> attention;
+  DeviceBuffer<bf16> h;           // after attention      [tokens, h]
+  DeviceBuffer<bf16> ln2;         // ln2(h)               [tokens, h]
+  DeviceBuffer<float> ln2_stats;  // mean | rstd         [2, tokens]
+  DeviceBuffer<bf16> fc1;         // FC1 output before its bias [tokens, ffn]
+  DeviceBuffer<bf16> act;         // gelu(fc1 + bias)     [tokens, ffn]
+};
+
+FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, int layer_index)
+    : backend_(std::move(backend)), layer_(layer_index), saved_("block " + std::to_string(layer_index)) {
+  const ModelSpec& m = backend_->model();
+  const int t = backend_->tp_size(), r = backend_->tp_rank();
+  const int64_t h = m.hidden;
+  width_ = h / t;
+  ffn_ = m.ffn_hidden / t;
+  const std::string p = "layers." + std::to_string(layer_) + ".";
+  auto make = [&](const char* name, std::vector<int64_t> global, int shard_dim, int64_t offset,
+                  std::vector<int64_t> local, bool decay, bool working) {
+    return backend_->make_parameter(ParameterSpec{p + name, std::move(global), shard_dim, offset, std::move(local),
+                                                  decay, working});
+  };
+  ln1_weight_ = make("ln1.weight", {h}, -1, 0, {h}, false, false);
+  ln1_bias_ = make("ln1.bias", {h}, -1, 0, {h}, false, false);
+  // [3, h, h] split on dim 1: this rank's heads inside each of q, k and v.
+  qkv_weight_ = make("attn.qkv.weight", {3, h, h}, 1, r * width_, {3, width_, h}, true, true);
+  qkv_bias_ = make("attn.qkv.bias", {3, h}, 1, r * width_, {3, width_}, false, true);
+  proj_weight_ = make("attn.proj.weight", {h, h}, 1, r * width_, {h, width_}, true, true);
+  proj_bias_ = make("attn.proj.bias", {h}, -1, 0, {h}, false, false);
+  ln2_weight_ = make("ln2.weight", {h}, -1, 0, {h}, false, false);
+  ln2_bias_ = make("ln2.bias", {h}, -1, 0, {h}, false, false);
+  fc1_weight_ = make("mlp.fc1.weight", {m.ffn_hidden, h}, 0, r * ffn_, {ffn_, h}, true, true);
+  fc1_bias_ = make("mlp.fc1.bias", {m.ffn_hidden}, 0, r * ffn_, {ffn_}, false, false);
+  fc2_weight_ = make("mlp.fc2.weight", {h, m.ffn_hidden}, 1, r * ffn_, {h, ffn_}, true, true);
+  fc2_bias_ = make("mlp.fc2.bias", {h}, -1, 0, {h}, false, false);
+}
+
+std::vector<ParamRef> FusedTransformerBlock::parameters() {
+  return {ln1_weight_->ref(), ln1_bias_->ref(), qkv_weight_->ref(), qkv_bias_->ref(),
+          proj_weight_->ref(), proj_bias_->ref(), ln2_weight_->ref(), ln2_bias_->ref(),
+          fc1_weight_->ref(), fc1_bias_->ref(), fc2_weight_->ref(), fc2_bias_->ref()};
+}
+
+void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) {
+  const ModelSpec& m = backend_->model();
+  const std::string where = "block " + std::to_string(layer_) + " forward: ";
+  backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "in");
+  backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "out");
+  if (save) saved_.require_free(mb.slot);
+  backend_->activate();
+  const KernelContext& k = backend_->kernels();
+  DeviceArena& arena = backend_->arena();
+  Gemm& gemm = backend_->gemm();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+
+  auto a = std::make_shared<Activations>();
+  const bf16* x = in.as<const bf16>();
+  if (save) {
+    // The caller may overwrite `in` once this returns; backward needs it.
+    a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
+    PTDP_CUDA_CHECK(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                    backend_->stream()));
+    x = a->x.get();
+  }
+  a->ln1 = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  a->ln1_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
+  a->qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
+  a->ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
+  a->h = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  a->ln2 = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  a->ln2_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
+  a->fc1 = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
+  a->act = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
+  auto partial = allocate_buffer<bf16>(arena, size_t(tokens * h));  // row-parallel GEMM outputs
+
+  // Attention half.
+  layer_norm_forward(x, ln1_weight_->master(), ln1_bias_->master(), a->ln1.get(), a->ln1_stats.get(),
+                     a->ln1_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+  gemm.linear_forward(a->ln1.get(), qkv_weight_->working(), qkv_bias_->working(), a->qkv.get(), tokens, h,
+                      3 * width_);
+  a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
+  gemm.linear_forward(a->ctx.get(), proj_weight_->working(), nullptr, partial.get(), tokens, width_, h);
+  backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
+  bias_dropout_add_forward(partial.get(), proj_bias_->master(), x, a->h.get(), tokens, h,
+                           backend_->dropout_site(mb, 1 + 2 * layer_), k);
+
+  // MLP half. `out` is written last, so it may be the same memory as `in`.
+  layer_norm_forward(a->h.get(), ln2_weight_->master(), ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
+                     a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+  gemm.linear_forward(a->ln2.get(), fc1_weight_->working(), nullptr, a->fc1.get(), tokens, h, ffn_);
+  bias_gelu_forward(a->fc1.get(), fc1_bias_->master(), a->act.get(), tokens, ffn_, k);
+  gemm.linear_forward(a->act.get(), fc2_weight_->working(), nullptr, partial.get(), tokens, ffn_, h);
+  backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
+  bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<bf16>(), tokens, h,
+                           backend_->dropout_site(mb, 2 + 2 * layer_), k);
+
+  if (save) saved_.put(mb.slot, std::move(a));
+}
+
+void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
+  const ModelSpec& m = backend_->model();
+  const std::string where = "block " + std::to_string(layer_) + " backward: ";
+  backend_->expect(dout, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "dout");
+  backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
+  std::shared_ptr<Activations> a = saved_.take(mb.slot);
+  backend_->activate();
+  const KernelContext& k = backend_->kernels();
+  DeviceArena& arena = backend_->arena();
+  Gemm& gemm = backend_->gemm();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  const bf16* dy = dout.as<const bf16>();
+
+  auto d_branch = allocate_buffer<bf16>(arena, size_t(tokens * h));  // gradient of a row-parallel output
+  auto d_ln = allocate_buffer<bf16>(arena, size_t(tokens * h));      // gradient of a LayerNorm output
+  auto d_h = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  auto d_ffn = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
+
+  // MLP half: out = h + dropout(fc2(act) + b2).
+  bias_dropout_add_backward(dy, d_branch.get(), fc2_bias_->grad(), tokens, h,
+                            backend_->dropout_site(mb, 2 + 2 * layer_), k);
+  gemm.linear_backward_weight(d_branch.get(), a->act.get(), fc2_weight_->grad(), tokens, ffn_, h);
+  gemm.linear_backward_input(d_branch.get(), fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
+  bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_, k);
+  gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
+  gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
+  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  layer_norm_backward(d_ln.get(), a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + tokens,
+                      dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k);
+  d_ffn = {};
+
+  // Attention half: h = x + dropout(proj(ctx) + b).
+  auto d_ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
+  auto d_qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
+  bias_dropout_add_backward(d_h.get(), d_branch.get(), proj_bias_->grad(), tokens, h,
+                            backend_->dropout_site(mb, 1 + 2 * layer_), k);
+  gemm.linear_backward_weight(d_branch.get(), a->ctx.get(), proj_weight_->grad(), tokens, width_, h);
+  gemm.linear_backward_input(d_branch.get(), proj_weight_->working(), d_ctx.get(), tokens, width_, h);
+  backend_->attention().backward(a->qkv.get(), a->ctx.get(), d_ctx.get(), a->attention.get(), d_qkv.get());
+  column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
+  gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_);
+  gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
+  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  // din is written last, so it may be the same memory as dout.
+  layer_norm_backward(d_ln.get(), a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + tokens,
+                      d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k);
+}
+
+void FusedTransformerBlock::release(int slot) { saved_.release(slot); }
+
+}  // namespace ptdp::fused

@@ -1,0 +1,36 @@
+#pragma once
+// One pre-LayerNorm transformer block, tensor-parallel over the backend's group (Megatron):
+//   h   = x + dropout(proj(attention(qkv(ln1(x)))) + proj.bias)      (site 1 + 2i)
+//   out = h + dropout(fc2(gelu(fc1(ln2(h)))) + fc2.bias)              (site 2 + 2i)
+// QKV and FC1 are column-parallel (this rank's heads and FFN columns), the projection and FC2
+// row-parallel; their partial outputs are summed over the group before the bias. Backward sums
+// the gradients of ln1(x) and ln2(h) over the group (the conjugate all-reduces).
+#include <memory>
+
+#include "backend.hpp"
+#include "saved_slots.hpp"
+
+namespace ptdp::fused {
+
+class FusedTransformerBlock final : public TransformerBlock {
+ public:
+  FusedTransformerBlock(std::shared_ptr<Backend> backend, int layer_index);
+
+  std::vector<ParamRef> parameters() override;
+  void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) override;
+  void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) override;
+  void release(int slot) override;
+
+ private:
+  struct Activations;
+
+  std::shared_ptr<Backend> backend_;
+  int layer_;
+  int64_t width_ = 0;  // this rank's attention width (heads / t * head_dim)
+  int64_t ffn_ = 0;    // this rank's FFN columns
+  std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+  std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
+  SavedSlots<std::shared_ptr<Activations>> saved_;
+};
+
+}  // namespace ptdp::fused

@@ -1,0 +1,19 @@
+#pragma once
+// bf16 working copies of fp32 master weights, refreshed in one multi-tensor launch.
+#include <cstdint>
+
+#include "kernel_context.hpp"
+#include "multi_tensor.hpp"
+
+namespace ptdp::fused {
+
+struct CastTensor {
+  const float* source;
+  bf16* target;
+  int64_t numel;
+};
+
+// metadata: a device copy of pack_multi_tensor(std::vector<CastTensor>).
+void refresh_working_copies(const void* metadata, size_t chunks_offset, int chunk_count, const KernelContext& ctx);
+
+}  // namespace ptdp::fused

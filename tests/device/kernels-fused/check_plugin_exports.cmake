@@ -1,0 +1,18 @@
+# cmake -DPLUGIN=<path> -P check_plugin_exports.cmake: the plugin exists and its only exported
+# function is the entry symbol (everything else, the static CUDA runtime included, is hidden).
+if(NOT EXISTS "${PLUGIN}")
+  message(FATAL_ERROR "${PLUGIN} does not exist")
+endif()
+execute_process(COMMAND nm -D --defined-only "${PLUGIN}" OUTPUT_VARIABLE symbols RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "nm -D ${PLUGIN} failed")
+endif()
+string(REGEX MATCHALL "[0-9a-f]+ T [^\n]+" functions "${symbols}")
+if(NOT functions MATCHES " T ptdp_plugin_v1")
+  message(FATAL_ERROR "${PLUGIN} does not export ptdp_plugin_v1:\n${symbols}")
+endif()
+list(LENGTH functions count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "${PLUGIN} exports more functions than ptdp_plugin_v1:\n${functions}")
+endif()
+message(STATUS "${PLUGIN} exports ptdp_plugin_v1 and no other function")

@@ -1,0 +1,544 @@
+// kernels-fused against kernels-ref through the plugin boundary, on the same master weights and
+// tokens: one transformer block, then a whole small model (embedding, two blocks, tied head), for
+// both attention paths; the same model split over two tensor-parallel ranks (threads of this
+// process on one GPU); the optimizer step and gradient norm; and the errors bad input gets.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "device_checks.hpp"
+#include "flash_attention.hpp"
+#include "plugin_loader.hpp"
+#include "ptdp/counter_rng.hpp"
+#include "test_communicators.hpp"
+
+namespace ptdp::fused::test {
+namespace {
+
+// bf16 activations and weights against fp32. Emulating this backend's bf16 storage points in
+// fp64 PyTorch on these shapes (12 draws) gave at most: block output and input gradient 4e-3,
+// block parameter gradients 7e-3, model loss 3e-4, model parameter gradients 1.9e-2 (the first
+// layer's bias and LayerNorm gradients: sums over tokens that mostly cancel, after every layer's
+// rounding). The tolerances leave room above those.
+constexpr double kBlockOutputTolerance = 1e-2;
+constexpr double kBlockGradTolerance = 1.5e-2;
+constexpr double kModelLossTolerance = 2e-3;
+constexpr double kModelActivationTolerance = 2e-2;
+constexpr double kModelGradTolerance = 3e-2;
+constexpr double kOptimizerTolerance = 1e-6;  // fp32 on both sides from identical inputs
+
+ModelSpec small_model() {
+  ModelSpec m;
+  m.layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.seq_len = 32;
+  m.vocab = 97;
+  m.padded_vocab = 100;
+  m.ffn_hidden = 256;
+  m.micro_batch = 2;
+  m.dropout = 0.1f;
+  m.layernorm_eps = 1e-5f;
+  m.seed = 1234;
+  return m;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Initial value of every element of a global tensor, by name: what the core does, in small.
+std::vector<float> global_values(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
+  const bool layer_norm = name.find(".ln") != std::string::npos || name.rfind("head.ln", 0) == 0;
+  const bool bias = ends_with(name, ".bias");
+  const float base = layer_norm && !bias ? 1.0f : 0.0f;
+  const float scale = layer_norm ? 0.1f : bias ? 0.05f : name.rfind("embedding.", 0) == 0 ? 0.1f : 0.08f;
+  const uint64_t key = rng::name_key(seed, name);
+  std::vector<float> v(size_t(numel(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = base + scale * rng::normal(key, 0, i);
+  return v;
+}
+
+// Row-major global tensor <-> this rank's part (offset along shard_dim).
+struct ShardGeometry {
+  int64_t outer = 1, global_mid = 1, local_mid = 1, inner = 1, offset = 0;
+};
+ShardGeometry geometry(const ParamRef& p) {
+  ShardGeometry g;
+  if (p.shard_dim < 0) {
+    g.inner = numel(p.global_shape);
+    return g;
+  }
+  const size_t d = size_t(p.shard_dim);
+  for (size_t i = 0; i < d; ++i) g.outer *= p.global_shape[i];
+  for (size_t i = d + 1; i < p.global_shape.size(); ++i) g.inner *= p.global_shape[i];
+  g.global_mid = p.global_shape[d];
+  g.local_mid = p.master.shape[d];
+  g.offset = p.shard_offset;
+  return g;
+}
+template <class T>
+std::vector<T> slice(const std::vector<T>& global, const ParamRef& p) {
+  const ShardGeometry g = geometry(p);
+  std::vector<T> local(size_t(g.outer * g.local_mid * g.inner));
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t m = 0; m < g.local_mid; ++m)
+      std::memcpy(&local[size_t((o * g.local_mid + m) * g.inner)],
+                  &global[size_t((o * g.global_mid + g.offset + m) * g.inner)], size_t(g.inner) * sizeof(T));
+  return local;
+}
+void place(std::vector<double>& global, const std::vector<double>& local, const ParamRef& p) {
+  const ShardGeometry g = geometry(p);
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t m = 0; m < g.local_mid; ++m)
+      for (int64_t i = 0; i < g.inner; ++i)
+        global[size_t((o * g.global_mid + g.offset + m) * g.inner + i)] = local[size_t((o * g.local_mid + m) * g.inner + i)];
+}
+
+std::vector<double> download(LayerKernels& k, const Tensor& t) {
+  std::vector<uint8_t> bytes(t.bytes());
+  k.copy_to_host(bytes.data(), t);
+  std::vector<double> out(size_t(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.dtype == DType::F32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      out[i] = f;
+    } else if (t.dtype == DType::BF16) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      out[i] = from_bf16(h);
+    } else {
+      throw Error(std::string("test: cannot read a ") + dtype_name(t.dtype) + " tensor");
+    }
+  }
+  return out;
+}
+
+void upload(LayerKernels& k, const Tensor& t, const std::vector<float>& values) {
+  if (t.dtype == DType::F32) {
+    k.copy_from_host(t, values.data());
+  } else if (t.dtype == DType::BF16) {
+    const auto bits = to_bf16(values);
+    k.copy_from_host(t, bits.data());
+  } else {
+    throw Error(std::string("test: cannot write a ") + dtype_name(t.dtype) + " tensor");
+  }
+}
+
+OwnedTensor activation(LayerKernels& k, const ModelSpec& m) {
+  return k.allocate({m.seq_len, m.micro_batch, m.hidden}, k.activation_dtype());
+}
+
+Tensor host_ids(std::vector<int32_t>& ids, const ModelSpec& m) {
+  Tensor t;
+  t.data = ids.data();
+  t.dtype = DType::I32;
+  t.shape = {m.seq_len, m.micro_batch};
+  t.device = Device{MemoryKind::Host, 0};
+  return t;
+}
+
+void initialize(LayerKernels& k, const std::vector<ParamRef>& params, uint64_t seed) {
+  for (const ParamRef& p : params) {
+    k.copy_from_host(p.master, slice(global_values(p.name, p.global_shape, seed), p).data());
+    k.fill_zero(p.grad);
+  }
+  k.params_updated();
+}
+
+// Global-shaped gradients (a rank's part placed where it belongs), by name.
+using Named = std::map<std::string, std::vector<double>>;
+void collect(LayerKernels& k, const std::vector<ParamRef>& params, const std::function<const Tensor&(const ParamRef&)>& which,
+             Named& out) {
+  for (const ParamRef& p : params) {
+    auto& global = out[p.name];
+    if (global.empty()) global.assign(size_t(numel(p.global_shape)), 0.0);
+    place(global, download(k, which(p)), p);
+  }
+}
+
+struct Inputs {
+  ModelSpec model;
+  MicroBatch mb;
+  std::vector<int32_t> tokens, targets;
+};
+
+Inputs random_inputs() {
+  Inputs in;
+  in.model = small_model();
+  in.mb.slot = 0;
+  in.mb.step = 7;
+  in.mb.first_sample = 3;
+  std::uniform_int_distribution<int32_t> id(0, in.model.vocab - 1);
+  in.tokens.resize(size_t(in.model.seq_len) * in.model.micro_batch);
+  in.targets.resize(in.tokens.size());
+  for (auto& t : in.tokens) t = id(rng());
+  for (auto& t : in.targets) t = id(rng());
+  return in;
+}
+
+struct ModelRun {
+  double loss = 0;
+  std::vector<std::vector<double>> forward;   // embedding output, then each block's output
+  std::vector<std::vector<double>> backward;  // gradient of each block's input, then of the head's input
+  Named grads;
+  std::vector<ParamRef> params;
+  std::shared_ptr<EmbeddingLayer> embedding;
+  std::vector<std::shared_ptr<TransformerBlock>> blocks;
+  std::shared_ptr<HeadLayer> head;
+};
+
+// Binds `k` as rank tp_rank of tp_size and runs forward and backward of the whole model once.
+ModelRun run_model(LayerKernels& k, Communicator* tp, int tp_rank, int tp_size, Inputs in) {
+  const ModelSpec& m = in.model;
+  KernelsBinding binding;
+  binding.model = m;
+  binding.tp_rank = tp_rank;
+  binding.tp_size = tp_size;
+  binding.tp = tp;
+  k.bind(binding);
+  ModelRun run;
+  run.embedding = k.make_embedding();
+  for (int i = 0; i < m.layers; ++i) run.blocks.push_back(k.make_block(i));
+  run.head = k.make_head(run.embedding.get());
+  for (auto& p : run.embedding->parameters()) run.params.push_back(p);
+  for (auto& b : run.blocks)
+    for (auto& p : b->parameters()) run.params.push_back(p);
+  for (auto& p : run.head->parameters()) run.params.push_back(p);
+  initialize(k, run.params, m.seed);
+
+  std::vector<OwnedTensor> acts, grads;
+  for (int i = 0; i <= m.layers; ++i) {
+    acts.push_back(activation(k, m));
+    grads.push_back(activation(k, m));
+  }
+  OwnedTensor loss = k.allocate({1}, DType::F32);
+  run.embedding->forward(in.mb, host_ids(in.tokens, m), acts[0].view, true);
+  for (int i = 0; i < m.layers; ++i) run.blocks[size_t(i)]->forward(in.mb, acts[size_t(i)].view, acts[size_t(i + 1)].view, true);
+  run.head->forward(in.mb, acts[size_t(m.layers)].view, host_ids(in.targets, m), loss.view, true);
+  run.head->backward(in.mb, 0.5f, grads[size_t(m.layers)].view);
+  for (int i = m.layers - 1; i >= 0; --i)
+    run.blocks[size_t(i)]->backward(in.mb, grads[size_t(i + 1)].view, grads[size_t(i)].view);
+  run.embedding->backward(in.mb, grads[0].view);
+  k.synchronize();
+
+  run.loss = download(k, loss.view)[0];
+  for (int i = 0; i <= m.layers; ++i) {
+    run.forward.push_back(download(k, acts[size_t(i)].view));
+    run.backward.push_back(download(k, grads[size_t(i)].view));
+  }
+  collect(k, run.params, [](const ParamRef& p) -> const Tensor& { return p.grad; }, run.grads);
+  return run;
+}
+
+// Both plugins describe each parameter alike: global shape, the dimension split over the group,
+// and whether it is decayed.
+void compare_descriptions(Checks& checks, const std::string& name, const ModelRun& fused, const ModelRun& ref) {
+  for (const ParamRef& r : ref.params) {
+    const ParamRef* f = nullptr;
+    for (const ParamRef& candidate : fused.params)
+      if (candidate.name == r.name) f = &candidate;
+    if (!f) continue;  // reported with the gradients
+    const bool same = f->global_shape == r.global_shape && f->shard_dim == r.shard_dim && f->weight_decay == r.weight_decay;
+    checks.record(name + " parameter " + r.name + " described alike", same,
+                  "kernels-ref " + shape_string(r.global_shape) + " split on " + std::to_string(r.shard_dim) +
+                      (r.weight_decay ? " decayed" : " not decayed") + ", kernels-fused " +
+                      shape_string(f->global_shape) + " split on " + std::to_string(f->shard_dim) +
+                      (f->weight_decay ? " decayed" : " not decayed"));
+  }
+}
+
+void compare_runs(Checks& checks, const std::string& name, const ModelRun& fused, const ModelRun& ref) {
+  compare_descriptions(checks, name, fused, ref);
+  checks.close(name + " loss", {fused.loss}, {ref.loss}, kModelLossTolerance);
+  for (size_t i = 0; i < ref.forward.size(); ++i)
+    checks.close(name + (i == 0 ? " embedding output" : " block " + std::to_string(i - 1) + " output"), fused.forward[i],
+                 ref.forward[i], kModelActivationTolerance);
+  for (size_t i = 0; i < ref.backward.size(); ++i)
+    checks.close(name + " gradient of " + (i + 1 == ref.backward.size() ? std::string("the head input")
+                                                                       : "block " + std::to_string(i) + " input"),
+                 fused.backward[i], ref.backward[i], kModelActivationTolerance);
+  for (const auto& [param, ref_grad] : ref.grads) {
+    auto it = fused.grads.find(param);
+    if (it == fused.grads.end()) {
+      checks.record(name + " grad " + param, false, "kernels-fused has no parameter of that name");
+      continue;
+    }
+    checks.close(name + " grad " + param, it->second, ref_grad, kModelGradTolerance);
+  }
+  for (const auto& [param, grad] : fused.grads)
+    if (!ref.grads.count(param)) checks.record(name + " grad " + param, false, "kernels-ref has no parameter of that name");
+}
+
+std::string plugin_path(const std::string& dir, const char* name) {
+  const std::string path = (std::filesystem::path(dir) / (std::string("libptdp-") + name + ".so")).string();
+  if (!std::filesystem::exists(path)) throw Error(path + " does not exist");
+  return path;
+}
+
+std::map<std::string, std::string> attention_option(const std::string& path) { return {{"attention", "\"" + path + "\""}}; }
+
+void check_model(Checks& checks, const std::string& dir, const std::string& path) {
+  const Inputs in = random_inputs();
+  SoloCommunicator solo_ref, solo_fused;
+  LoadedKernels ref(plugin_path(dir, "kernels-ref"), {});
+  LoadedKernels fused(plugin_path(dir, "kernels-fused"), attention_option(path));
+  const ModelRun r = run_model(*ref, &solo_ref, 0, 1, in);
+  const ModelRun f = run_model(*fused, &solo_fused, 0, 1, in);
+  compare_runs(checks, "model (" + path + ", tp=1)", f, r);
+}
+
+// The model split over two ranks, each a thread with its own kernels-fused instance.
+void check_model_tp2(Checks& checks, const std::string& dir, const std::string& path) {
+  const Inputs in = random_inputs();
+  SoloCommunicator solo;
+  LoadedKernels ref(plugin_path(dir, "kernels-ref"), {});
+  const ModelRun r = run_model(*ref, &solo, 0, 1, in);
+
+  auto group = std::make_shared<ThreadGroup>(2);
+  std::vector<ModelRun> runs(2);
+  std::vector<std::exception_ptr> errors(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank)
+    threads.emplace_back([&, rank] {
+      try {
+        ThreadRankCommunicator comm(group, rank);
+        LoadedKernels fused(plugin_path(dir, "kernels-fused"), attention_option(path));
+        runs[size_t(rank)] = run_model(*fused, &comm, rank, 2, in);
+        runs[size_t(rank)].embedding.reset();
+        runs[size_t(rank)].blocks.clear();
+        runs[size_t(rank)].head.reset();
+      } catch (...) {
+        errors[size_t(rank)] = std::current_exception();
+        group->fail();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  // Each rank filled in its part of the sharded gradients; both hold the replicated ones whole,
+  // computed from the same all-reduced values, so those must be identical.
+  ModelRun merged = runs[0];
+  for (const ParamRef& p : runs[1].params) {
+    const auto& mine = runs[1].grads.at(p.name);
+    if (p.shard_dim < 0) {
+      checks.close("model (" + path + ", tp=2) replicated grad " + p.name + " equal on both ranks", mine,
+                   runs[0].grads.at(p.name), 0.0);
+      continue;
+    }
+    place(merged.grads[p.name], slice(mine, p), p);
+  }
+  checks.close("model (" + path + ", tp=2) loss equal on both ranks", {runs[1].loss}, {runs[0].loss}, 0.0);
+  compare_runs(checks, "model (" + path + ", tp=2)", merged, r);
+}
+
+// One block (layer 1) on random input; then kernels-fused's own promises: recomputation gives the
+// same output, and `in`/`out` (`dout`/`din`) may be one tensor.
+void check_block(Checks& checks, const std::string& dir, const std::string& path) {
+  Inputs in = random_inputs();
+  const ModelSpec& m = in.model;
+  const size_t n = size_t(m.seq_len) * m.micro_batch * m.hidden;
+  const auto x = random_bf16_values(n), dout = random_bf16_values(n);
+  SoloCommunicator solo_ref, solo_fused;
+  LoadedKernels ref(plugin_path(dir, "kernels-ref"), {});
+  LoadedKernels fused(plugin_path(dir, "kernels-fused"), attention_option(path));
+  const std::string name = "block (" + path + ")";
+  struct Result {
+    std::vector<double> out, din;
+    Named grads;
+  };
+  auto run = [&](LayerKernels& k, Communicator* comm, std::shared_ptr<TransformerBlock>& block, OwnedTensor& xin,
+                 OwnedTensor& yout, OwnedTensor& g, OwnedTensor& gin) {
+    KernelsBinding binding;
+    binding.model = m;
+    binding.tp = comm;
+    k.bind(binding);
+    block = k.make_block(1);
+    initialize(k, block->parameters(), m.seed);
+    xin = activation(k, m);
+    yout = activation(k, m);
+    g = activation(k, m);
+    gin = activation(k, m);
+    upload(k, xin.view, x);
+    upload(k, g.view, dout);
+    block->forward(in.mb, xin.view, yout.view, true);
+    block->backward(in.mb, g.view, gin.view);
+    k.synchronize();
+    Result res{download(k, yout.view), download(k, gin.view), {}};
+    collect(k, block->parameters(), [](const ParamRef& p) -> const Tensor& { return p.grad; }, res.grads);
+    return res;
+  };
+  std::shared_ptr<TransformerBlock> ref_block, fused_block;
+  OwnedTensor rx, ry, rg, rgin, fx, fy, fg, fgin;
+  const Result r = run(*ref, &solo_ref, ref_block, rx, ry, rg, rgin);
+  const Result f = run(*fused, &solo_fused, fused_block, fx, fy, fg, fgin);
+  checks.close(name + " output", f.out, r.out, kBlockOutputTolerance);
+  checks.close(name + " gradient of the input", f.din, r.din, kBlockOutputTolerance);
+  for (const auto& [param, grad] : r.grads) {
+    auto it = f.grads.find(param);
+    if (it == f.grads.end()) checks.record(name + " grad " + param, false, "kernels-fused has no parameter of that name");
+    else checks.close(name + " grad " + param, it->second, grad, kBlockGradTolerance);
+  }
+
+  // Recomputation: forward without saving, then with, gives the same output as the first run.
+  LayerKernels& k = *fused;
+  OwnedTensor y2 = activation(k, m);
+  fused_block->forward(in.mb, fx.view, y2.view, false);
+  checks.close(name + " forward(save=false) equals forward(save=true)", download(k, y2.view), f.out, 0.0);
+  // Same memory for input and output, and for the gradients.
+  MicroBatch other = in.mb;
+  other.slot = 1;
+  OwnedTensor inplace = activation(k, m);
+  upload(k, inplace.view, x);
+  fused_block->forward(other, inplace.view, inplace.view, true);
+  checks.close(name + " forward with in == out", download(k, inplace.view), f.out, 0.0);
+  upload(k, inplace.view, dout);
+  fused_block->backward(other, inplace.view, inplace.view);
+  checks.close(name + " backward with dout == din", download(k, inplace.view), f.din, 1e-3);
+}
+
+// Adam and the gradient norm from identical gradients: both plugins must agree to fp32 rounding.
+// A large learning rate then makes a second forward's loss depend on the refreshed bf16 weights.
+void check_optimizer(Checks& checks, const std::string& dir) {
+  const Inputs in = random_inputs();
+  SoloCommunicator solo_ref, solo_fused;
+  LoadedKernels ref(plugin_path(dir, "kernels-ref"), {});
+  LoadedKernels fused(plugin_path(dir, "kernels-fused"), {});
+  const ModelRun r = run_model(*ref, &solo_ref, 0, 1, in);
+  const ModelRun f = run_model(*fused, &solo_fused, 0, 1, in);
+  std::vector<Tensor> ref_grads, fused_grads;
+  for (const ParamRef& p : f.params) {
+    const auto& g = r.grads.at(p.name);
+    fused->copy_from_host(p.grad, std::vector<float>(g.begin(), g.end()).data());
+    fused_grads.push_back(p.grad);
+  }
+  for (const ParamRef& p : r.params) ref_grads.push_back(p.grad);
+  checks.close("sum_squares of the gradients", {fused->sum_squares(fused_grads)}, {ref->sum_squares(ref_grads)},
+               kOptimizerTolerance);
+
+  AdamStep step;
+  step.step = 1;
+  step.lr = 0.05f;
+  step.weight_decay = 0.1f;
+  step.grad_scale = 0.8f;
+  ref->adam_step(r.params, step);
+  fused->adam_step(f.params, step);
+  Named rm, fm, rv, fv, rp, fp;
+  collect(*ref, r.params, [](const ParamRef& p) -> const Tensor& { return p.master; }, rp);
+  collect(*fused, f.params, [](const ParamRef& p) -> const Tensor& { return p.master; }, fp);
+  collect(*ref, r.params, [](const ParamRef& p) -> const Tensor& { return p.exp_avg; }, rm);
+  collect(*fused, f.params, [](const ParamRef& p) -> const Tensor& { return p.exp_avg; }, fm);
+  collect(*ref, r.params, [](const ParamRef& p) -> const Tensor& { return p.exp_avg_sq; }, rv);
+  collect(*fused, f.params, [](const ParamRef& p) -> const Tensor& { return p.exp_avg_sq; }, fv);
+  for (const auto& [name, values] : rp) {
+    checks.close("adam_step master " + name, fp[name], values, kOptimizerTolerance);
+    checks.close("adam_step exp_avg " + name, fm[name], rm[name], kOptimizerTolerance);
+    checks.close("adam_step exp_avg_sq " + name, fv[name], rv[name], kOptimizerTolerance);
+  }
+
+  auto second_loss = [&](LayerKernels& k, const ModelRun& run) {
+    const ModelSpec& m = in.model;
+    std::vector<int32_t> tokens = in.tokens, targets = in.targets;
+    OwnedTensor a = activation(k, m), b = activation(k, m), loss = k.allocate({1}, DType::F32);
+    MicroBatch mb = in.mb;
+    mb.step = 8;
+    run.embedding->forward(mb, host_ids(tokens, m), a.view, false);
+    for (auto& block : run.blocks) {
+      block->forward(mb, a.view, b.view, false);
+      std::swap(a, b);
+    }
+    run.head->forward(mb, a.view, host_ids(targets, m), loss.view, false);
+    return download(k, loss.view)[0];
+  };
+  const double ref_loss = second_loss(*ref, r), fused_loss = second_loss(*fused, f);
+  checks.record("loss changed by the step", std::abs(ref_loss - r.loss) > 10 * kModelLossTolerance * std::abs(r.loss),
+                "before " + std::to_string(r.loss) + ", after " + std::to_string(ref_loss));
+  checks.close("loss after adam_step (bf16 working copies refreshed)", {fused_loss}, {ref_loss}, kModelLossTolerance);
+}
+
+// Bad input gets a clear error, not a crash.
+void expect_error(Checks& checks, const std::string& name, const std::string& needle, const std::function<void()>& body) {
+  try {
+    body();
+    checks.record(name, false, "no error");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    checks.record(name, what.find(needle) != std::string::npos, what);
+  }
+}
+
+void check_errors(Checks& checks, const std::string& dir) {
+  const Inputs in = random_inputs();
+  const ModelSpec& m = in.model;
+  SoloCommunicator solo;
+  LoadedKernels fused(plugin_path(dir, "kernels-fused"), {});
+  LayerKernels& k = *fused;
+  KernelsBinding binding;
+  binding.model = m;
+  binding.tp = &solo;
+  k.bind(binding);
+  expect_error(checks, "error: bind twice", "already", [&] { k.bind(binding); });
+  expect_error(checks, "error: block index out of range", "2 layers", [&] { k.make_block(2); });
+  auto embedding = k.make_embedding();
+  auto block = k.make_block(0);
+  auto head = k.make_head(embedding.get());
+  OwnedTensor a = activation(k, m), b = activation(k, m), loss = k.allocate({1}, DType::F32);
+  OwnedTensor wrong = k.allocate({m.seq_len, m.micro_batch, m.hidden}, DType::F32);
+  std::vector<int32_t> tokens = in.tokens, targets = in.targets;
+  expect_error(checks, "error: f32 activation", "must be bf16", [&] { block->forward(in.mb, wrong.view, b.view, true); });
+  std::vector<int32_t> bad = tokens;
+  bad[5] = m.vocab;
+  expect_error(checks, "error: token id out of range", "token id 97",
+               [&] { embedding->forward(in.mb, host_ids(bad, m), a.view, true); });
+  expect_error(checks, "error: target id out of range", "token id 97",
+               [&] { head->forward(in.mb, b.view, host_ids(bad, m), loss.view, true); });
+  Tensor device_tokens = host_ids(tokens, m);
+  device_tokens.device = Device{MemoryKind::Cuda, 0};
+  expect_error(checks, "error: tokens in device memory", "host memory",
+               [&] { embedding->forward(in.mb, device_tokens, a.view, true); });
+  expect_error(checks, "error: block backward without forward", "without a forward",
+               [&] { block->backward(in.mb, a.view, b.view); });
+  expect_error(checks, "error: head backward without forward", "without a forward", [&] { head->backward(in.mb, 1.0f, b.view); });
+  embedding->forward(in.mb, host_ids(tokens, m), a.view, false);
+  expect_error(checks, "error: backward after forward(save=false)", "without a forward",
+               [&] { embedding->backward(in.mb, a.view); });
+  block->forward(in.mb, a.view, b.view, true);
+  expect_error(checks, "error: slot already in use", "already holds", [&] { block->forward(in.mb, a.view, b.view, true); });
+  block->release(in.mb.slot);
+  expect_error(checks, "error: backward after release", "without a forward", [&] { block->backward(in.mb, b.view, a.view); });
+  expect_error(checks, "error: sum_squares of bf16", "f32 tensors", [&] { k.sum_squares({a.view}); });
+
+  LoadedKernels other(plugin_path(dir, "kernels-fused"), {});
+  other->bind(binding);
+  auto foreign = other->make_embedding();
+  expect_error(checks, "error: head tied to another instance's embedding", "not made by this",
+               [&] { k.make_head(foreign.get()); });
+}
+
+}  // namespace
+
+void run_plugin_checks(Checks& checks, const std::string& dir) {
+  checks.run("plugin errors", [&] { check_errors(checks, dir); });
+  std::vector<std::string> paths{"unfused"};
+  if (flash_attention_built()) paths.push_back("flash");
+  else checks.skip("flash attention against kernels-ref", "not built (no cudnn-frontend headers at configure time)");
+  for (const auto& path : paths) {
+    checks.run("block (" + path + ")", [&] { check_block(checks, dir, path); });
+    checks.run("model (" + path + ", tp=1)", [&] { check_model(checks, dir, path); });
+    checks.run("model (" + path + ", tp=2)", [&] { check_model_tp2(checks, dir, path); });
+  }
+  checks.run("optimizer", [&] { check_optimizer(checks, dir); });
+}
+
+}  // namespace ptdp::fused::test
