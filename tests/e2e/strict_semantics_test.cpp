@@ -1,6 +1,7 @@
 // Strict optimizer semantics: for the same global batch, seed and model, every layout
 // (p, t, d, v, scatter/gather, recomputation) gives the losses of one rank within float
 // rounding. This is the property the whole system is built to keep.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +17,7 @@ struct Layout {
   bool scatter_gather;
   bool recompute;
   std::string name() const {
-    return "p" + std::to_string(p) + "_t" + std::to_string(t) + "_d" + std::to_string(d) + "_v" + std::to_string(v) +
-           (scatter_gather ? "_sg" : "") + (recompute ? "_recompute" : "");
+    return fmt::format("p{}_t{}_d{}_v{}{}{}", p, t, d, v, scatter_gather ? "_sg" : "", recompute ? "_recompute" : "");
   }
 };
 
