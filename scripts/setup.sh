@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
 # the Debian packages ptdp builds against, the cudnn-frontend headers for the flash-attention
-# path (when pip is available), then configure and build.
+# path (when pip is available), then configure and build. With --deps-only it stops before the
+# build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,8 +30,9 @@ import glob, zipfile, os
 whl = sorted(glob.glob(".deps/wheels/nvidia_cudnn_frontend-*.whl"))[-1]
 with zipfile.ZipFile(whl) as z:
     for n in z.namelist():
-        if "/include/" in n and n.endswith((".h", ".hpp")):
-            rel = n.split("/include/", 1)[1]
+        # Headers sit under include/ (at the top of the wheel or below a package folder).
+        head, sep, rel = n.rpartition("include/")
+        if sep and (head == "" or head.endswith("/")) and n.endswith((".h", ".hpp")):
             dst = os.path.join(".deps/cudnn_frontend/include", rel)
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             open(dst, "wb").write(z.read(n))
@@ -41,5 +43,6 @@ PY
   fi
 fi
 
+[ "${1:-}" = "--deps-only" ] && exit 0
 cmake --preset default >/dev/null
 cmake --build --preset default

@@ -161,6 +161,10 @@ void RankTrainer::load_plugins() {
   world_ = create_plugin<Communicator>(comm_info, options_of(cfg_, "comm"), id_.rank, id_.world_size);
   kernels_ = create_plugin<LayerKernels>(kernels_info, options_of(cfg_, "kernels"), id_.rank, id_.world_size);
   scheduler_ = create_plugin<Scheduler>(sched_info, options_of(cfg_, "scheduler"), id_.rank, id_.world_size);
+  const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
+  if (cfg_.precision.params != computes_in)
+    throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
+                            cfg_.precision.params, cfg_.plugins.kernels, computes_in, computes_in));
   const MemoryKind kind = kernels_->device().kind;
   if (!(world_->memory_kinds() & memory_bit(kind)))
     throw Error(fmt::format(

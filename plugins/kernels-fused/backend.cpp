@@ -65,7 +65,7 @@ DropoutSite Backend::dropout_site(const MicroBatch& mb, int site) const {
   d.seed = model_.seed;
   d.step = mb.step;
   d.site = site;
-  d.p = model_.dropout;
+  d.p = mb.training ? model_.dropout : 0.0f;  // evaluation runs without dropout
   d.first_sample = mb.first_sample;
   d.micro_batch = model_.micro_batch;
   d.seq_len = model_.seq_len;

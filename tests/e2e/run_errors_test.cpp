@@ -44,6 +44,14 @@ TEST(RunErrors, MissingPlugin) {
   EXPECT_NE(r.output.find("not found"), std::string::npos) << r.output;
 }
 
+TEST(RunErrors, PrecisionTheKernelsDoNotCompute) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"precision.params=\"bf16\""}, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("precision.params"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kernels-ref"), std::string::npos) << r.output;
+}
+
 TEST(RunErrors, MissingDataFile) {
   TinyGptWorkspace ws;
   const HostRun r = ws.run({"data.path=\"/nonexistent/tokens.bin\""}, 1);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <ptdp/counter_rng.hpp>
+
 #include "runtime/parameter_init.hpp"
 
 namespace ptdp {
@@ -56,6 +58,22 @@ TEST(ParameterInit, PaddedVocabRowsAreZero) {
     EXPECT_NE(v[0 * 4 + c], 0.0f);
     EXPECT_EQ(v[2 * 4 + c], 0.0f);
   }
+}
+
+// Large tensors are drawn on several threads, each from its own start index: the values must
+// not depend on that split.
+TEST(ParameterInit, ThreadedDrawEqualsSequentialWalk) {
+  const auto ref = make_ref("layers.0.mlp.fc1.weight", {3000, 1024}, 0, 1000, {1000, 1024});
+  const auto values = initial_values(ref, 11, 2, 256);
+  const uint64_t key = rng::name_key(11, ref.name);
+  int64_t checked = 0;
+  for_each_global_index(ref, [&](int64_t local_i, int64_t global_i) {
+    if (local_i % 4099 == 0 || local_i == ref.master.numel() - 1) {
+      EXPECT_EQ(values[local_i], 0.02f * rng::normal(key, 0, global_i)) << local_i;
+      ++checked;
+    }
+  });
+  EXPECT_GT(checked, 200);
 }
 
 TEST(ParameterInit, ShapeRankMismatchIsAnError) {
