@@ -309,11 +309,12 @@ void RankTrainer::run() {
     timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
     for (const Tensor& g : grads) kernels_->fill_zero(g);
     executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
-    timeline.span("flush: grad sync + optimizer", "optimizer", [&] {
+    timeline.span("data-parallel + embedding all-reduce", "collective", [&] {
       all_reduce_data_parallel(*kernels_, *groups_.data, params_, kBucketElements);
       if (groups_.embedding) sync_tied_embedding(*kernels_, *groups_.embedding, params_);
     });
-    const double grad_norm = global_grad_norm(*kernels_, groups_, me_, p, params_);
+    double grad_norm = 0;
+    timeline.span("grad norm", "collective", [&] { grad_norm = global_grad_norm(*kernels_, groups_, me_, p, params_); });
     AdamStep adam;
     adam.step = step + 1;
     adam.lr = static_cast<float>(learning_rate(cfg_.optimizer, step, cfg_.run.steps));
@@ -325,7 +326,7 @@ void RankTrainer::run() {
     adam.grad_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / (grad_norm + 1e-6)) : 1.0f;
     if (!std::isfinite(grad_norm))
       throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted", step, grad_norm));
-    kernels_->adam_step(params_, adam);
+    timeline.span("optimizer step", "optimizer", [&] { kernels_->adam_step(params_, adam); });
     const double loss = step_loss(losses.view, m);
     kernels_->synchronize();
     const auto now = std::chrono::steady_clock::now();
