@@ -6,12 +6,14 @@
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   largest  the largest model that trains, with and without full recomputation
-# Prints a short table; logs and JSON go to $OUT (or ./gpu-out).
+# Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
+# ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=$PWD/.gpu-bundle
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+RESULTS=${OUT:-$PWD/gpu-out}
+OUT=$(mktemp -d)
+mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
@@ -103,3 +105,5 @@ largest)
 esac
 done
 echo; cat "$table"
+cp "$table" "$RESULTS/table.txt"
+tar czf "$RESULTS/logs.tgz" -C "$OUT" .
