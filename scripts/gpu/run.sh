@@ -93,14 +93,14 @@ bench)
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.
   for recompute in none full; do
-    for shape in "30 3072 32" "24 4096 32" "32 4096 32" "36 4096 32"; do
+    for shape in ${LARGEST_SHAPES:-"30 3072 32" "24 4096 32" "32 4096 32" "36 4096 32" "38 4096 32" "40 4096 32"}; do
       read -r l h a <<< "$shape"
       name="largest-$recompute-l$l-h$h"
-      "$HOST" run examples/gpt-1gpu.toml --set model.layers=$l --set model.hidden=$h --set model.heads=$a \
+      with_peak_memory "$OUT/$name.peak" "$HOST" run examples/gpt-1gpu.toml --set model.layers=$l --set model.hidden=$h --set model.heads=$a \
         --set parallel.micro_batch=1 --set parallel.global_batch=1 --set "parallel.recompute=\"$recompute\"" \
         --set run.steps=5 --set run.log_every=5 --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
       if [ $? -ne 0 ]; then row "l=$l h=$h recompute=$recompute" "does not train: $(grep -m1 -iE 'error|out of memory' "$OUT/$name.log" | cut -c1-120)"; break; fi
-      row "l=$l h=$h recompute=$recompute trains" "$(steady "$OUT/$name.jsonl" tflops_per_gpu 2) TFLOP/s per GPU"
+      row "l=$l h=$h recompute=$recompute trains" "$(steady "$OUT/$name.jsonl" tflops_per_gpu 2) TFLOP/s per GPU, peak $(cat "$OUT/$name.peak") GiB"
     done
   done
   ;;
