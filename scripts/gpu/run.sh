@@ -92,8 +92,11 @@ bench)
   ;;
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.
+  # LARGEST_SHAPES="38 4096 32,40 4096 32" scans other shapes.
+  shapes=("30 3072 32" "24 4096 32" "32 4096 32" "36 4096 32" "38 4096 32" "40 4096 32")
+  [ -n "${LARGEST_SHAPES:-}" ] && IFS=',' read -ra shapes <<< "$LARGEST_SHAPES"
   for recompute in none full; do
-    for shape in ${LARGEST_SHAPES:-"30 3072 32" "24 4096 32" "32 4096 32" "36 4096 32" "38 4096 32" "40 4096 32"}; do
+    for shape in "${shapes[@]}"; do
       read -r l h a <<< "$shape"
       name="largest-$recompute-l$l-h$h"
       with_peak_memory "$OUT/$name.peak" "$HOST" run examples/gpt-1gpu.toml --set model.layers=$l --set model.hidden=$h --set model.heads=$a \
