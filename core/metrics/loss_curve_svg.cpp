@@ -17,7 +17,7 @@ constexpr double kLeft = 72, kRight = kWidth - 24, kTop = 48, kBottom = kHeight 
 constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-// An axis whose ends and tick spacing are round numbers (1, 2 or 5 times a power of ten).
+// An axis with ticks at multiples of a round spacing (1, 2 or 5 times a power of ten).
 struct Axis {
   double lo, hi, tick;
   int decimals;  // enough to tell ticks apart
@@ -27,25 +27,37 @@ struct Axis {
   }
 };
 
-Axis round_axis(double lo, double hi, bool integer_ticks) {
-  if (!(hi > lo)) {  // one value: give it room around
-    double pad = integer_ticks ? 1.0 : std::max(std::abs(lo) * 0.1, 0.1);
-    lo -= pad;
-    hi += pad;
-  }
-  const double raw = (hi - lo) / 6;
+// About six ticks over `span`.
+double round_tick(double span) {
+  const double raw = span / 6;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   const double ratio = raw / magnitude;
-  double tick = (ratio < 1.5 ? 1 : ratio < 3 ? 2 : ratio < 7 ? 5 : 10) * magnitude;
-  if (integer_ticks) tick = std::max(tick, 1.0);
-  const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(tick) + 1e-9)));
-  return {std::floor(lo / tick + 1e-9) * tick, std::ceil(hi / tick - 1e-9) * tick, tick, decimals};
+  return (ratio < 1.5 ? 1 : ratio < 3 ? 2 : ratio < 7 ? 5 : 10) * magnitude;
+}
+
+int tick_decimals(double tick) { return std::max(0, -static_cast<int>(std::floor(std::log10(tick) + 1e-9))); }
+
+// Whole steps; the ends round out to ticks, so a run from step 1 starts at 0.
+Axis step_axis(double lo, double hi) {
+  if (!(hi > lo)) lo -= 1, hi += 1;
+  const double tick = std::max(1.0, round_tick(hi - lo));
+  return {std::floor(lo / tick + 1e-9) * tick, std::ceil(hi / tick - 1e-9) * tick, tick, 0};
+}
+
+// The ends sit a little beyond the data, so that no curve runs along the frame.
+Axis loss_axis(double lo, double hi) {
+  if (!(hi > lo)) {
+    const double pad = std::max(std::abs(lo) * 0.1, 0.1);
+    lo -= pad, hi += pad;
+  }
+  const double tick = round_tick(hi - lo), margin = 0.04 * (hi - lo);
+  return {lo - margin, hi + margin, tick, tick_decimals(tick)};
 }
 
 std::vector<double> ticks(const Axis& axis) {
   std::vector<double> values;
-  for (int i = 0;; ++i) {
-    double value = axis.lo + i * axis.tick;
+  for (double i = std::ceil(axis.lo / axis.tick - 1e-9);; ++i) {
+    const double value = i * axis.tick;
     if (value > axis.hi + axis.tick * 1e-6) break;
     values.push_back(std::abs(value) < axis.tick * 1e-6 ? 0.0 : value);
   }
@@ -176,8 +188,8 @@ void draw_legend(std::string& svg, const std::vector<LossCurve>& curves) {
 
 std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::string& title) {
   const DataRange range = data_range(curves);
-  const Axis x = round_axis(range.step_lo, range.step_hi, true);
-  const Axis y = round_axis(range.loss_lo, range.loss_hi, false);
+  const Axis x = step_axis(range.step_lo, range.step_hi);
+  const Axis y = loss_axis(range.loss_lo, range.loss_hi);
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
