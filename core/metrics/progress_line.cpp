@@ -22,6 +22,14 @@ std::string rate(double per_s) {
   return fmt::format("{:.0f}", per_s);
 }
 
+// A tiny CPU run and a large GPU run differ by six orders of magnitude; a fixed TFLOP/s would
+// print 0.00 for the one.
+std::string flop_rate(double tflops) {
+  if (tflops >= 1.0) return fmt::format("{:.1f} TFLOP/s", tflops);
+  if (tflops >= 1e-3) return fmt::format("{:.1f} GFLOP/s", tflops * 1e3);
+  return fmt::format("{:.1f} MFLOP/s", tflops * 1e6);
+}
+
 }  // namespace
 
 std::string progress_line(const StepMetrics& metrics, int64_t total_steps, double elapsed_s) {
@@ -30,9 +38,9 @@ std::string progress_line(const StepMetrics& metrics, int64_t total_steps, doubl
   double eta = metrics.step > 0 ? elapsed_s / static_cast<double>(metrics.step) *
                                       static_cast<double>(total_steps - metrics.step)
                                 : NAN;
-  line += fmt::format(" | lr {:.1e} | grad {:.2f} | {} tok/s | {:.2f} TFLOP/s/rank | {} elapsed, ETA {}",
+  line += fmt::format(" | lr {:.1e} | grad {:.2f} | {} tok/s | {}/rank | {} elapsed, ETA {}",
                       metrics.lr, metrics.grad_norm, rate(metrics.tokens_per_s),
-                      metrics.tflops_per_gpu, clock_time(elapsed_s), clock_time(eta));
+                      flop_rate(metrics.tflops_per_gpu), clock_time(elapsed_s), clock_time(eta));
   return line;
 }
 

@@ -1,6 +1,9 @@
 // The progress line printed while training.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "metrics/progress_line.hpp"
 
 namespace ptdp {
@@ -20,7 +23,7 @@ StepMetrics example() {
 TEST(ProgressLine, ReadsAsDocumented) {
   // ETA: 14 s for 12 steps, 28 to go at the same pace = 32.7 s.
   EXPECT_EQ(progress_line(example(), 40, 14.0),
-            "step 12/40 | loss 3.2104 | lr 9.6e-04 | grad 0.84 | 10.2k tok/s | 0.01 TFLOP/s/rank | "
+            "step 12/40 | loss 3.2104 | lr 9.6e-04 | grad 0.84 | 10.2k tok/s | 12.3 GFLOP/s/rank | "
             "00:14 elapsed, ETA 00:33");
 }
 
@@ -39,6 +42,19 @@ TEST(ProgressLine, ShowsValidationLossLongRunsAndRates) {
   line = progress_line(m, 3000, 3725.0);
   EXPECT_NE(line.find("| 512 tok/s |"), std::string::npos) << line;
   EXPECT_NE(line.find("ETA 00:00"), std::string::npos) << line;
+}
+
+TEST(ProgressLine, ThroughputUnitFollowsItsSize) {
+  StepMetrics m = example();
+  const std::pair<double, const char*> cases[] = {
+      {153.24, "| 153.2 TFLOP/s/rank |"}, {1.0, "| 1.0 TFLOP/s/rank |"},
+      {0.5, "| 500.0 GFLOP/s/rank |"},    {0.001, "| 1.0 GFLOP/s/rank |"},
+      {4.5e-5, "| 45.0 MFLOP/s/rank |"},  {0.0, "| 0.0 MFLOP/s/rank |"}};
+  for (const auto& [tflops, expected] : cases) {
+    m.tflops_per_gpu = tflops;
+    std::string line = progress_line(m, 40, 14.0);
+    EXPECT_NE(line.find(expected), std::string::npos) << tflops << ": " << line;
+  }
 }
 
 TEST(ProgressLine, NoEtaBeforeTheFirstStep) {

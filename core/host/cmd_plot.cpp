@@ -1,0 +1,75 @@
+// ptdp-host plot METRICS.jsonl... --svg OUT.svg [--title T]: draws the loss curves of metrics logs
+// (ptdp-host run --metrics). Exit status 0 when written, 2 with the one-line reason when not.
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "command_registry.hpp"
+#include "metrics/loss_curve_svg.hpp"
+#include "metrics/metrics_reader.hpp"
+#include "ptdp/error.hpp"
+
+namespace ptdp::host {
+namespace {
+
+struct PlotOptions {
+  std::vector<std::string> metrics;
+  std::string svg, title = "Training loss";
+};
+
+// File names, or the paths as given when two runs share a name (run-a/m.jsonl, run-b/m.jsonl).
+std::vector<std::string> legend_labels(const std::vector<std::string>& paths) {
+  std::vector<std::string> names;
+  std::set<std::string> distinct;
+  for (const auto& path : paths) {
+    names.push_back(std::filesystem::path(path).filename().string());
+    distinct.insert(names.back());
+  }
+  return distinct.size() == names.size() ? names : paths;
+}
+
+void plot(const PlotOptions& options) {
+  std::vector<LossCurve> curves;
+  const auto labels = legend_labels(options.metrics);
+  int64_t steps = 0;
+  for (size_t i = 0; i < options.metrics.size(); ++i) {
+    LossCurve curve{labels[i], read_metrics_log(options.metrics[i])};
+    if (curve.steps.empty()) throw Error(options.metrics[i] + ": no steps in the metrics log");
+    steps += static_cast<int64_t>(curve.steps.size());
+    curves.push_back(std::move(curve));
+  }
+  const std::string svg = loss_curve_svg(curves, options.title);
+  std::ofstream out(options.svg, std::ios::binary);
+  if (!out || !out.write(svg.data(), static_cast<std::streamsize>(svg.size())) || !out.flush())
+    throw Error(options.svg + ": cannot write the plot: " + std::strerror(errno));
+  fmt::print("{}: {} run{}, {} steps\n", options.svg, curves.size(), curves.size() == 1 ? "" : "s", steps);
+}
+
+void add_plot_command(CLI::App& root) {
+  auto options = std::make_shared<PlotOptions>();
+  auto* command = root.add_subcommand("plot", "Draw the loss curves of metrics logs (run --metrics) as an SVG");
+  command->add_option("METRICS", options->metrics, "Metrics logs (.jsonl), one curve each")->required();
+  command->add_option("--svg", options->svg, "SVG file to write")->required();
+  command->add_option("--title", options->title, "Title above the plot")->capture_default_str();
+  command->callback([options] {
+    try {
+      plot(*options);
+    } catch (const Error& e) {
+      std::cerr << e.what() << "\n";
+      throw CLI::RuntimeError(2);
+    }
+  });
+}
+
+const RegisterHostCommand registration{{"plot", 70, add_plot_command}};
+
+}  // namespace
+}  // namespace ptdp::host

@@ -1,0 +1,78 @@
+#include "metrics/metrics_reader.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ptdp/error.hpp"
+
+namespace ptdp {
+
+namespace {
+
+// A line's reason for being rejected; the caller adds where.
+struct LineError {
+  std::string reason;
+};
+
+double number_field(const nlohmann::json& line, const char* key, bool required) {
+  auto it = line.find(key);
+  if (it == line.end()) {
+    if (required) throw LineError{std::string("no \"") + key + "\""};
+    return NAN;
+  }
+  if (it->is_null()) return NAN;
+  if (!it->is_number()) throw LineError{std::string("\"") + key + "\" is " + it->type_name() + ", not a number"};
+  return it->get<double>();
+}
+
+StepMetrics parse_line(const std::string& text) {
+  nlohmann::json line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (line.is_discarded()) throw LineError{"not valid JSON"};
+  if (!line.is_object()) throw LineError{std::string("a JSON ") + line.type_name() + ", not an object"};
+  auto step = line.find("step");
+  if (step == line.end()) throw LineError{"no \"step\""};
+  if (!step->is_number_integer()) throw LineError{"\"step\" is not an integer"};
+  StepMetrics metrics;
+  metrics.step = step->get<int64_t>();
+  metrics.loss = number_field(line, "loss", true);
+  metrics.grad_norm = number_field(line, "grad_norm", false);
+  metrics.lr = number_field(line, "lr", false);
+  metrics.tokens_per_s = number_field(line, "tokens_per_s", false);
+  metrics.tflops_per_gpu = number_field(line, "tflops_per_gpu", false);
+  metrics.step_time_s = number_field(line, "step_time_s", false);
+  metrics.elapsed_s = number_field(line, "elapsed_s", false);
+  if (line.contains("val_loss")) metrics.val_loss = number_field(line, "val_loss", true);
+  return metrics;
+}
+
+}  // namespace
+
+std::vector<StepMetrics> read_metrics_log(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw Error(path + ": is a directory, not a metrics log");
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open the metrics log: " + std::strerror(errno));
+  std::map<int64_t, StepMetrics> by_step;
+  int64_t line_number = 0;
+  for (std::string text; std::getline(in, text);) {
+    ++line_number;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      StepMetrics metrics = parse_line(text);
+      by_step[metrics.step] = metrics;
+    } catch (const LineError& e) {
+      throw Error(path + ":" + std::to_string(line_number) + ": " + e.reason);
+    }
+  }
+  if (in.bad()) throw Error(path + ": cannot read the metrics log: " + std::strerror(errno));
+  std::vector<StepMetrics> steps;
+  steps.reserve(by_step.size());
+  for (auto& [step, metrics] : by_step) steps.push_back(metrics);
+  return steps;
+}
+
+}  // namespace ptdp
