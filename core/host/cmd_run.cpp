@@ -29,11 +29,10 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   RunConfig config = load_manifest(args.manifest, overrides);
   if (auto env = detect_rank_environment()) {
     check_world_size(config, env->world_size);
-    RankIdentity id{env->rank, env->world_size, env->local_rank, env->master_addr, env->master_port};
     try {
-      train_rank(config, id, args.train);
+      train_rank(config, *env, args.train);
     } catch (const std::exception& e) {
-      spdlog::error("rank {}: {}", id.rank, e.what());
+      spdlog::error("rank {}: {}", env->rank, e.what());
       return 1;
     }
     return 0;
@@ -45,7 +44,9 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
                             config.source, config.launch.nnodes));
   if (nproc == 1) {
     try {
-      train_rank(config, RankIdentity{}, args.train);
+      RankEnvironment single;
+      single.master_addr = "127.0.0.1";
+      train_rank(config, single, args.train);
     } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
       return 1;

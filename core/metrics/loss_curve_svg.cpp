@@ -1,4 +1,5 @@
 #include "metrics/loss_curve_svg.hpp"
+#include "svg_text.hpp"
 
 #include <fmt/format.h>
 
@@ -62,20 +63,6 @@ std::vector<double> ticks(const Axis& axis) {
     values.push_back(std::abs(value) < axis.tick * 1e-6 ? 0.0 : value);
   }
   return values;
-}
-
-std::string xml_escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // The ranges every curve's steps and finite losses (training and validation) cover.

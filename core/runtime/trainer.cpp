@@ -88,7 +88,7 @@ InstructionStream forward_only_stream(int stages, int chunks, int microbatches, 
 
 class RankTrainer {
  public:
-  RankTrainer(const RunConfig& config, const RankIdentity& id, const TrainOptions& options)
+  RankTrainer(const RunConfig& config, const RankEnvironment& id, const TrainOptions& options)
       : cfg_(config), id_(id), options_(options),
         topology_(config.parallel.pipeline, config.parallel.data, config.parallel.tensor),
         me_(topology_.position_of(id.rank)) {}
@@ -109,7 +109,7 @@ class RankTrainer {
   void save_checkpoint(int64_t completed_steps);
 
   const RunConfig& cfg_;
-  RankIdentity id_;
+  RankEnvironment id_;
   TrainOptions options_;
   Topology topology_;
   GridPosition me_;
@@ -366,8 +366,8 @@ void RankTrainer::run() {
 
 }  // namespace
 
-void train_rank(const RunConfig& config, const RankIdentity& identity, const TrainOptions& options) {
-  RankTrainer trainer(config, identity, options);
+void train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options) {
+  RankTrainer trainer(config, rank, options);
   try {
     trainer.run();
   } catch (const std::exception& e) {

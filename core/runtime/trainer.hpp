@@ -3,17 +3,10 @@
 // rendezvous, builds this rank's model chunks, verifies the schedule, and trains.
 #include <string>
 
+#include "launch/rank_environment.hpp"
 #include "manifest/run_config.hpp"
 
 namespace ptdp {
-
-struct RankIdentity {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;
-};
 
 struct TrainOptions {
   std::string metrics_path;  // --metrics FILE.jsonl (rank 0 writes it)
@@ -23,6 +16,7 @@ struct TrainOptions {
 
 // Returns when training finished; throws ptdp::Error on any failure (after aborting the
 // communicators so other ranks fail promptly too).
-void train_rank(const RunConfig& config, const RankIdentity& identity, const TrainOptions& options);
+// A single process without a launcher is RankEnvironment{} with master_addr "127.0.0.1".
+void train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options);
 
 }  // namespace ptdp

@@ -1,4 +1,5 @@
 #include "schedule/schedule_timeline.hpp"
+#include "svg_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -44,20 +45,6 @@ std::string number(double x) {
   return s == "-0" ? "0" : s;
 }
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // 1, 2 or 5 times a power of ten, so that about `ticks` ticks cover `range`.
 double tick_step(double range, int ticks) {
   const double raw = range / ticks, power = std::pow(10.0, std::floor(std::log10(raw)));
@@ -67,7 +54,7 @@ double tick_step(double range, int ticks) {
 }
 
 std::string text(double x, double y, const std::string& content, const std::string& attributes) {
-  return "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" " + attributes + ">" + escape(content) + "</text>\n";
+  return "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" " + attributes + ">" + xml_escaped(content) + "</text>\n";
 }
 
 std::string rect(double x, double y, double w, double h, Rgb fill, const std::string& extra = "") {
@@ -122,7 +109,7 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
       const Rgb fill = op_colour(t.op.kind, t.op.chunk, v);
       body += "<g>" + rect(x, y, w, row_h, fill, " stroke=\"#ffffff\" stroke-width=\"1\"");
       body += "<title>" +
-              escape(op_label(t.op, v) + ": " + (t.op.kind == OpKind::Forward ? "forward" : "backward") +
+              xml_escaped(op_label(t.op, v) + ": " + (t.op.kind == OpKind::Forward ? "forward" : "backward") +
                      " of microbatch " + std::to_string(t.op.microbatch) + ", chunk " + std::to_string(t.op.chunk) +
                      " (virtual stage " + std::to_string(virtual_stage_of(shape, s, t.op.chunk)) + "), " +
                      number(t.start) + "\u2013" + number(t.end) + unit) +
