@@ -10,6 +10,7 @@ function(run_step what)
     message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
   endif()
   set(step_output "${out}" PARENT_SCOPE)
+  set(step_log "${out}${err}" PARENT_SCOPE)
 endfunction()
 
 set(prefix ${WORK_DIR}/prefix)
@@ -104,5 +105,37 @@ if(NOT found)
   message(FATAL_ERROR "ptdp-host plugins did not list ${plugin}:\n${doc}")
 endif()
 
+# A manifest names the out-of-tree scheduler by path; the installed host verifies its schedule
+# like a stock one's and trains two pipeline stages with it.
+string(REPEAT "an out-of-tree scheduler trains this text. " 200 corpus)
+file(WRITE ${WORK_DIR}/corpus.txt "${corpus}")
+file(WRITE ${WORK_DIR}/gpipe.toml "[run]
+steps = 2
+[model]
+layers = 2
+hidden = 32
+heads = 2
+seq_len = 16
+vocab = 256
+[parallel]
+pipeline = 2
+micro_batch = 2
+global_batch = 8
+[data]
+path = \"corpus.txt\"
+[plugins]
+comm = \"comm-ucx\"
+kernels = \"kernels-ref\"
+scheduler = \"${plugin}\"
+[launch]
+nproc_per_node = 2
+timeout_s = 30
+")
+run_step("ptdp-host run with the example scheduler" ${CMAKE_COMMAND} -E env --unset=PTDP_PLUGIN_PATH
+  ${prefix}/bin/ptdp-host run ${WORK_DIR}/gpipe.toml)
+if(NOT step_log MATCHES "schedule [^\n]*libptdp-sched-gpipe.so verified" OR NOT step_log MATCHES "step 2/2")
+  message(FATAL_ERROR "the run with the example scheduler did not verify and train:\n${step_log}")
+endif()
+
 file(REMOVE_RECURSE ${WORK_DIR})
-message(STATUS "sched-gpipe built against ${prefix} and loaded as a scheduler")
+message(STATUS "sched-gpipe built against ${prefix}, loaded as a scheduler, verified and trained with")
