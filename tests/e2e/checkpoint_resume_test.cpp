@@ -1,0 +1,59 @@
+// A run resumed from a checkpoint continues exactly where it stopped, even under another layout:
+// the checkpoint holds every parameter and Adam moment by global name, and the data, the
+// learning rate and dropout are functions of the step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "host_run.hpp"
+
+namespace ptdp::test {
+namespace {
+
+TEST(CheckpointResume, ResumedRunUnderAnotherLayoutMatchesTheUninterruptedOne) {
+  TinyGptWorkspace ws;
+  // The decay horizon is fixed so that a 3-step run and a 6-step run share the schedule.
+  const std::vector<std::string> common = {"run.steps=6", "optimizer.decay_steps=6", "checkpoint.every=3"};
+  auto with = [&](std::vector<std::string> sets, const std::vector<std::string>& more) {
+    sets.insert(sets.end(), more.begin(), more.end());
+    return sets;
+  };
+  const HostRun whole = ws.run(with(common, {"checkpoint.dir=\"" + ws.dir() + "/ckpt-whole\""}), 1);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(whole.losses.size(), 6u) << whole.output;
+
+  const std::string dir = "checkpoint.dir=\"" + ws.dir() + "/ckpt-split\"";
+  const HostRun first = ws.run(with(common, {dir, "run.steps=3", "parallel.pipeline=2", "parallel.tensor=2"}), 4);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(first.losses.size(), 3u) << first.output;
+  EXPECT_TRUE(std::filesystem::exists(ws.dir() + "/ckpt-split")) << first.output;
+
+  const HostRun second = ws.run(with(common, {dir, "parallel.tensor=2", "parallel.data=2"}), 4);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
+  ASSERT_EQ(second.losses.size(), 3u) << "the resumed run should train steps 4 to 6 only:\n" << second.output;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(first.losses[i], whole.losses[i], 1e-5 * std::abs(whole.losses[i])) << "step " << i + 1;
+    EXPECT_NEAR(second.losses[i], whole.losses[i + 3], 1e-5 * std::abs(whole.losses[i + 3])) << "step " << i + 4;
+  }
+}
+
+TEST(CheckpointResume, CorruptCheckpointIsAClearErrorAndKeepsTheFiles) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt";
+  const HostRun first = ws.run({"run.steps=2", "checkpoint.every=2", "checkpoint.dir=\"" + dir + "\""}, 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::filesystem::path shard;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.path().extension() == ".safetensors") shard = entry.path();
+  ASSERT_FALSE(shard.empty()) << "no shard written under " << dir;
+  std::filesystem::resize_file(shard, std::filesystem::file_size(shard) / 2);
+  const HostRun second = ws.run({"run.steps=4", "checkpoint.every=2", "checkpoint.dir=\"" + dir + "\""}, 1);
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.output.find(shard.filename().string()), std::string::npos) << second.output;
+  EXPECT_TRUE(std::filesystem::exists(shard)) << "the damaged checkpoint was removed";
+}
+
+}  // namespace
+}  // namespace ptdp::test
