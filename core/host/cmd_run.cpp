@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "command_registry.hpp"
+#include "data/token_dataset.hpp"
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
 #include "manifest/manifest_loader.hpp"
@@ -27,6 +28,10 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   std::vector<std::string> overrides = args.sets;
   if (args.nproc > 0) overrides.push_back("launch.nproc_per_node=" + std::to_string(args.nproc));
   RunConfig config = load_manifest(args.manifest, overrides);
+  // Bad data fails here, before any rank or plugin starts.
+  if (config.data.path.empty())
+    throw Error(fmt::format("{}: data.path is not set: the manifest names no training data", config.source));
+  TokenDataset::open(config.data.path, config.data.format).check_vocab(config.model.vocab);
   if (auto env = detect_rank_environment()) {
     check_world_size(config, env->world_size);
     try {
