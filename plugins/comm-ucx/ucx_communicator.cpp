@@ -127,14 +127,18 @@ void UcxCommunicator::group_end() {
   world_->wait(grouped_, context("grouped send/recv"));
 }
 
-void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
-  const std::string ctx = context("send");
+void UcxCommunicator::check_point_to_point(const std::string& ctx, const Tensor& buffer, int peer, int tag) const {
   require_init(ctx);
   check_tensor(ctx, buffer, "buffer");
   if (peer < 0 || peer >= size())
     throw Error(ctx + "peer " + std::to_string(peer) + " outside group of " + std::to_string(size()) + " ranks");
   if (tag < 0) throw Error(ctx + "tag " + std::to_string(tag) + " is negative");
   world_->check_usable(ctx);
+}
+
+void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
+  const std::string ctx = context("send");
+  check_point_to_point(ctx, buffer, peer, tag);
   Transfer t = world_->post_send(buffer.data, buffer.bytes(), peer, world_rank(peer),
                                  make_tag(id_, world_rank(rank_), false, static_cast<uint32_t>(tag)));
   grouped_.push_back(t);
@@ -143,12 +147,7 @@ void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
 
 void UcxCommunicator::recv(Tensor buffer, int peer, int tag) {
   const std::string ctx = context("recv");
-  require_init(ctx);
-  check_tensor(ctx, buffer, "buffer");
-  if (peer < 0 || peer >= size())
-    throw Error(ctx + "peer " + std::to_string(peer) + " outside group of " + std::to_string(size()) + " ranks");
-  if (tag < 0) throw Error(ctx + "tag " + std::to_string(tag) + " is negative");
-  world_->check_usable(ctx);
+  check_point_to_point(ctx, buffer, peer, tag);
   Transfer t = world_->post_recv(buffer.data, buffer.bytes(), peer, world_rank(peer),
                                  make_tag(id_, world_rank(peer), false, static_cast<uint32_t>(tag)));
   grouped_.push_back(t);

@@ -60,6 +60,9 @@ class UcxCommunicator final : public Communicator {
   // called after argument checks, so a rank with bad arguments does not fall out of step.
   void start_collective(const std::string& ctx);
   void check_tensor(const std::string& ctx, const Tensor& t, const char* what) const;
+  // What send and recv require before posting: a usable communicator, a host buffer, a peer
+  // inside the group and a non-negative tag.
+  void check_point_to_point(const std::string& ctx, const Tensor& buffer, int peer, int tag) const;
   int world_rank(int rank) const { return members_[static_cast<size_t>(rank)]; }
   uint64_t collective_tag(int sender) const;
 
