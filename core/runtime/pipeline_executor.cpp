@@ -2,23 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 namespace ptdp {
-
-void TimelineRecorder::span(const std::string& name, const std::string& category, const std::function<void()>& fn) {
-  if (!enabled_) {
-    fn();
-    return;
-  }
-  kernels_.synchronize();
-  const auto start = Clock::now();
-  fn();
-  kernels_.synchronize();
-  const auto end = Clock::now();
-  using us = std::chrono::duration<double, std::micro>;
-  spans_.push_back({name, category, us(start - origin_).count(), us(end - start).count()});
-}
 
 namespace {
 OwnedTensor host_i32(int64_t rows, int64_t cols) {
@@ -33,15 +17,13 @@ OwnedTensor host_i32(int64_t rows, int64_t cols) {
 }  // namespace
 
 PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
-                                   int stages, int chunks, int microbatches, bool scatter_gather,
+                                   int microbatches, bool scatter_gather,
                                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank,
                                    const ModelSpec& model, int64_t samples_per_replica)
     : kernels_(kernels),
       groups_(groups),
       topology_(topology),
       me_(topology.position_of(groups.world->rank())),
-      stages_(stages),
-      chunks_(chunks),
       microbatches_(microbatches),
       scatter_gather_(scatter_gather && topology.tensor() > 1),
       model_chunks_(chunks_on_rank),

@@ -3,7 +3,6 @@
 // grouped point-to-point transfers between pipeline neighbours, with the optional
 // scatter/gather transfer (each TP rank moves 1/t of the activation; the receiver all-gathers
 // over its TP group).
-#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,34 +13,11 @@
 #include <ptdp/layer_kernels.hpp>
 
 #include "runtime/model_chunk.hpp"
+#include "runtime/timeline_recorder.hpp"
 #include "runtime/topology.hpp"
 #include "schedule/instruction_stream.hpp"
 
 namespace ptdp {
-
-// One timed span on this rank, for the Chrome/Perfetto trace.
-struct TimelineSpan {
-  std::string name;      // "F3.1", "B0.0", "send/recv", "dp all-reduce", ...
-  std::string category;  // "forward", "backward", "p2p", "collective", "optimizer"
-  double start_us = 0, duration_us = 0;
-};
-
-class TimelineRecorder {
- public:
-  using Clock = std::chrono::steady_clock;
-  explicit TimelineRecorder(LayerKernels& kernels) : kernels_(kernels), origin_(Clock::now()) {}
-  bool enabled() const { return enabled_; }
-  void set_enabled(bool on) { enabled_ = on; }
-  // Times fn(); device work is waited for so the span covers it.
-  void span(const std::string& name, const std::string& category, const std::function<void()>& fn);
-  const std::vector<TimelineSpan>& spans() const { return spans_; }
-
- private:
-  LayerKernels& kernels_;
-  Clock::time_point origin_;
-  bool enabled_ = false;
-  std::vector<TimelineSpan> spans_;
-};
 
 // Fills the host token and target tensors (I32 [s, b]) of microbatch `slot` of `step`.
 using MicrobatchLoader = std::function<void(int64_t step, int slot, Tensor tokens, Tensor targets)>;
@@ -49,7 +25,7 @@ using MicrobatchLoader = std::function<void(int64_t step, int slot, Tensor token
 class PipelineExecutor {
  public:
   PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
-                   int stages, int chunks, int microbatches, bool scatter_gather,
+                   int microbatches, bool scatter_gather,
                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank, const ModelSpec& model,
                    int64_t samples_per_replica);
 
@@ -71,7 +47,7 @@ class PipelineExecutor {
   const ParallelGroups& groups_;
   const Topology& topology_;
   GridPosition me_;
-  int stages_, chunks_, microbatches_;
+  int microbatches_;
   bool scatter_gather_;
   std::vector<std::unique_ptr<ModelChunk>>& model_chunks_;
   ModelSpec model_;

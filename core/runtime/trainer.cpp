@@ -50,12 +50,6 @@ ModelSpec model_spec(const RunConfig& c) {
   return m;
 }
 
-const toml::table& options_of(const RunConfig& c, const std::string& slot) {
-  static const toml::table empty;
-  auto found = c.plugins.options.find(slot);
-  return found == c.plugins.options.end() ? empty : found->second;
-}
-
 // Forward-only stream for validation: every rank walks the (microbatch, virtual stage) pairs in
 // one global order, so each blocking transfer meets its partner at the same point of that order.
 InstructionStream forward_only_stream(int stages, int chunks, int microbatches, int stage) {
@@ -91,7 +85,8 @@ class RankTrainer {
   RankTrainer(const RunConfig& config, const RankEnvironment& id, const TrainOptions& options)
       : cfg_(config), id_(id), options_(options),
         topology_(config.parallel.pipeline, config.parallel.data, config.parallel.tensor),
-        me_(topology_.position_of(id.rank)) {}
+        me_(topology_.position_of(id.rank)),
+        registry_(PluginRegistry::default_search_path(config.plugins.search_path)) {}
 
   void run();
   void abort(const std::string& reason) {
@@ -113,6 +108,7 @@ class RankTrainer {
   TrainOptions options_;
   Topology topology_;
   GridPosition me_;
+  PluginRegistry registry_;  // the manifest's plugins (and the checkpoint store) load through it
   std::unique_ptr<TcpStore> store_;
   std::shared_ptr<Communicator> world_;
   std::shared_ptr<LayerKernels> kernels_;
@@ -125,9 +121,8 @@ class RankTrainer {
 
 int64_t RankTrainer::open_checkpoints() {
   if (cfg_.checkpoint.dir.empty()) return 0;
-  PluginRegistry registry(PluginRegistry::default_search_path(cfg_.plugins.search_path));
-  const auto& info = registry.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  auto store = create_plugin<CheckpointStore>(info, options_of(cfg_, "checkpoint"), id_.rank, id_.world_size);
+  const auto& info = registry_.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
+  auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
   store->open(cfg_.checkpoint.dir);
   CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
   checkpoints_ = std::make_unique<CheckpointManager>(store, *kernels_, role);
@@ -154,13 +149,12 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
 }
 
 void RankTrainer::load_plugins() {
-  PluginRegistry registry(PluginRegistry::default_search_path(cfg_.plugins.search_path));
-  const auto& comm_info = registry.load(cfg_.plugins.comm, PluginKind::Communicator, "comm");
-  const auto& kernels_info = registry.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
-  const auto& sched_info = registry.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  world_ = create_plugin<Communicator>(comm_info, options_of(cfg_, "comm"), id_.rank, id_.world_size);
-  kernels_ = create_plugin<LayerKernels>(kernels_info, options_of(cfg_, "kernels"), id_.rank, id_.world_size);
-  scheduler_ = create_plugin<Scheduler>(sched_info, options_of(cfg_, "scheduler"), id_.rank, id_.world_size);
+  const auto& comm_info = registry_.load(cfg_.plugins.comm, PluginKind::Communicator, "comm");
+  const auto& kernels_info = registry_.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
+  const auto& sched_info = registry_.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
+  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("comm"), id_.rank, id_.world_size);
+  kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), id_.rank, id_.world_size);
+  scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), id_.rank, id_.world_size);
   const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
   if (cfg_.precision.params != computes_in)
     throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
@@ -286,7 +280,7 @@ void RankTrainer::run() {
   const MicrobatchLoader train_loader = loader_for(train);
   const MicrobatchLoader validation_loader = validation ? loader_for(*validation) : MicrobatchLoader{};
 
-  PipelineExecutor executor(*kernels_, groups_, topology_, p, v, m, cfg_.parallel.scatter_gather, chunks_,
+  PipelineExecutor executor(*kernels_, groups_, topology_, m, cfg_.parallel.scatter_gather, chunks_,
                             model_spec(cfg_), per_replica);
   TimelineRecorder timeline(*kernels_);
   OwnedTensor losses = kernels_->allocate({m}, DType::F32);
