@@ -89,6 +89,11 @@ void UcxWorld::create_context(const UcxOptions& options) {
   // UCX warns when a worker closes with messages nobody received: failure notices and cancelled
   // transfers, expected after a failure and noise in a user's log. UCX_LOG_LEVEL still wins.
   if (!env_set("UCX_LOG_LEVEL")) ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
+  // UCX's memory-type cache learns where memory lives from its allocation hooks, which do not
+  // see a CUDA runtime linked statically (kernels-fused's): it took device buffers for host
+  // memory and copied them with memcpy (a segfault, seen on the H200). Every transfer names
+  // its memory type, so the cache has nothing to add.
+  if (!env_set("UCX_MEMTYPE_CACHE")) ucs_global_opts.enable_memtype_cache = UCS_NO;
   ucp_config_t* config = nullptr;
   check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
   struct ConfigRelease {

@@ -7,24 +7,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ./scripts/setup.sh --deps-only   # packages, cudnn-frontend headers, libucx-cu13
-cmake --preset gpu >/dev/null
-cmake --build build-gpu -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test test-conformance-comm \
+# BUILD_DIR=build reuses the default preset's folder when it was configured with CUDA (same sm_90).
+build=${BUILD_DIR:-build-gpu}
+[ "$build" = build-gpu ] && cmake --preset gpu >/dev/null
+cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test test-conformance-comm \
   ptdp-plugin-kernels-fused ptdp-plugin-comm-nccl ptdp-plugin-kernels-ref ptdp-plugin-comm-ucx \
   ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/bench" "$stage/deps/ucx"
-cp build-gpu/bin/ptdp-host build-gpu/bin/kernels-fused-device-checks build-gpu/bin/comm-nccl-device-test \
-  build-gpu/bin/test-conformance-comm "$stage/bin/"
-cp -r build-gpu/lib/ptdp "$stage/lib/"
+cp "$build"/bin/ptdp-host "$build"/bin/kernels-fused-device-checks "$build"/bin/comm-nccl-device-test \
+  "$build"/bin/test-conformance-comm "$stage/bin/"
+cp -r "$build"/lib/ptdp "$stage/lib/"
 # The wheel's UCX, with its transport modules (cuda_copy and cuda_ipc are in libuct_cuda).
 ucx=.deps/ucx/libucx/lib
 for lib in libucp libuct libucs libucm libucs_signal; do cp -L "$ucx/$lib.so.0" "$stage/deps/"; done
 cp -L "$ucx"/ucx/libuct_cuda.so* "$ucx"/ucx/libucm_cuda.so* "$ucx"/ucx/libuct_cma.so* "$stage/deps/ucx/"
 # Libraries of kernels-ref that the GPU machine does not have: what ldd resolves from the Debian
 # system, nothing of CUDA (the GPU machine has its own driver, CUDA, NCCL and cuDNN) or UCX.
-ldd build-gpu/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' |
+ldd "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' |
   grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt|cuda|nccl|cudnn|cublas|libuc[pstm]' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 cp bench/torch_gpt.py "$stage/bench/"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made on the build
 # machine by scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
-#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref), the
-#            communicator conformance suite on CUDA memory (comm-ucx with 8 ranks sharing the GPU,
-#            comm-nccl with one rank per GPU), comm-nccl's own checks
+#   smoke    three steps on one rank and on two ranks sharing the GPU; stacks of a run that hangs
+#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref) and
+#            comm-nccl's own checks
+#   conformance  the communicator conformance suite on CUDA memory: comm-ucx with 8 ranks sharing
+#            the GPU, comm-nccl with one rank per GPU (its two-rank tests are reported not run)
 #   losses   20 training steps of a small GPT on the GPU against the same run on the CPU
-#   layouts  tensor, pipeline and data parallel layouts with every rank on one GPU (comm-ucx):
-#            each against the single-rank losses; the 1.3B model at t 2 and p 2; a killed rank
+#   layouts  tensor, pipeline and data parallel layouts of a small GPT with every rank on one GPU
+#            (comm-ucx), each against the single-rank losses and kernels-ref; a rank killed mid-step
+#   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   largest  the largest model that trains, with and without full recomputation
@@ -22,10 +25,12 @@ mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
-parts=${*:-tests losses layouts bench}
+parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
 : > "$table"
-row() { printf '%-44s %s\n' "$1" "$2" | tee -a "$table"; }
+# Each row and each part's logs reach $RESULTS at once, so a call cut short keeps what it did.
+row() { printf '%-44s %s\n' "$1" "$2" | tee -a "$table"; cp "$table" "$RESULTS/table.txt"; }
+pack_logs() { tar czf "$RESULTS/logs.tgz" -C "$OUT" .; cp "$table" "$RESULTS/table.txt"; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU: $gpu   date: $(date -u +%F)" | tee -a "$table"
 
@@ -39,6 +44,17 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 xs = [r[sys.argv[2]] for r in rows[int(sys.argv[3]):]]
 print(f"{sum(xs) / len(xs):.1f}" if xs else "n/a")
 PY
+}
+# One ptdp-host run, bounded: NAME MANIFEST ARGS... writes $OUT/NAME.{log,jsonl} and a progress line.
+timed_run() {
+  local name=$1; shift
+  local start=$SECONDS
+  timeout "${RUN_LIMIT_S:-150}" "$HOST" run "$@" --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc after $((SECONDS - start)) s, $(grep -c . "$OUT/$name.jsonl" 2>/dev/null || echo 0) steps"
+  [ $rc -ne 0 ] && tail -3 "$OUT/$name.log"
+  pack_logs
+  return $rc
 }
 # "TFLOP/s, peak memory" of a bench/torch_gpt.py result.
 torch_result() {
@@ -63,13 +79,6 @@ tests)
   rc=$?
   row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
   grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
-  for comm in comm-ucx:cuda comm-nccl; do
-    log="conformance-${comm%%:*}.log"
-    PTDP_CONFORMANCE_COMM=$comm "$B/bin/test-conformance-comm" > "$OUT/$log" 2>&1
-    rc=$?
-    row "conformance suite, $comm" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/$log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .*\(' "$OUT/$log") fail, $(grep -cE '^\[  SKIPPED \] .*\(' "$OUT/$log") not run (they need more GPUs) (exit $rc)"
-    grep -E '^\[  (FAILED|SKIPPED) \] .*\(' "$OUT/$log" | head -20
-  done
   "$B/bin/comm-nccl-device-test" > "$OUT/comm-nccl-checks.log" 2>&1
   rc=$?
   row "comm-nccl device checks" "$(count PASS comm-nccl-checks.log) pass, $(count FAIL comm-nccl-checks.log) fail, $(count SKIP comm-nccl-checks.log) need 2 GPUs (exit $rc)"
@@ -95,6 +104,36 @@ print(f"{'PASS' if worst < 2e-2 else 'FAIL'}: max relative difference {worst:.2e
 PY
 )"
   ;;
+conformance)
+  for comm in comm-ucx:cuda comm-nccl; do
+    log="conformance-${comm%%:*}.log"
+    plugin=$B/lib/ptdp/libptdp-${comm%%:*}.so${comm#${comm%%:*}}
+    PTDP_CONFORMANCE_COMM=$plugin timeout 300 "$B/bin/test-conformance-comm" > "$OUT/$log" 2>&1
+    rc=$?
+    row "conformance suite, $comm" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/$log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/$log") fail, $(grep -cE '^\[  SKIPPED \] .* ms\)$' "$OUT/$log") not run (they need more GPUs) (exit $rc)"
+    grep -E '^\[  (FAILED|SKIPPED) \] .* ms\)$' "$OUT/$log" | head -20
+  done
+  ;;
+smoke)
+  # Three steps on one rank and on two ranks sharing the GPU; a run still going after 60 s gets
+  # every thread's stack printed (cuda-gdb), so a hang says where it is.
+  for spec in "smoke-1 1 1" "smoke-t2 2 2"; do
+    read -r name n t <<< "$spec"
+    "$HOST" run examples/gpt-small-1gpu-layouts.toml --nproc $n --set parallel.tensor=$t --set run.steps=3 \
+      --set run.log_every=1 --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1 &
+    job=$!
+    for _ in $(seq 60); do kill -0 $job 2>/dev/null || break; sleep 1; done
+    if kill -0 $job 2>/dev/null; then
+      for pid in $(pgrep -f "ptdp-host run examples/gpt-small"); do
+        echo "== stacks of $pid"; timeout 60 cuda-gdb -p $pid -batch -ex "thread apply all bt" 2>&1 | grep -E "^#|^Thread" | head -60
+      done
+      kill -9 $(pgrep -f "ptdp-host run examples/gpt-small") 2>/dev/null
+    fi
+    wait $job; rc=$?
+    row "smoke: $name" "exit $rc, $(grep -c . "$OUT/$name.jsonl" 2>/dev/null || echo 0) of 3 steps"
+    tail -4 "$OUT/$name.log"
+  done
+  ;;
 layouts)
   # Every layout of the small model on the one GPU against its single-rank run, same seed, data
   # and dropout masks (layout-independent): losses within bf16 tolerance (2e-2 relative: the
@@ -107,13 +146,13 @@ layouts)
   for spec in "${specs[@]}"; do
     read -r name t p d v sg rc <<< "$spec"
     sched=sched-1f1b; [ "$v" -gt 1 ] && sched=sched-interleaved
-    "$HOST" run $M --nproc $((t * p * d)) --set parallel.tensor=$t --set parallel.pipeline=$p --set parallel.data=$d \
-      --set parallel.virtual_stages=$v --set parallel.scatter_gather=$sg --set "parallel.recompute=\"$rc\"" \
-      --set "plugins.scheduler=\"$sched\"" --metrics "$OUT/layout-$name.jsonl" > "$OUT/layout-$name.log" 2>&1 ||
-      tail -5 "$OUT/layout-$name.log"
+    timed_run layout-$name $M --nproc $((t * p * d)) --set parallel.tensor=$t --set parallel.pipeline=$p \
+      --set parallel.data=$d --set parallel.virtual_stages=$v --set parallel.scatter_gather=$sg \
+      --set "parallel.recompute=\"$rc\"" --set "plugins.scheduler=\"$sched\""
   done
-  "$HOST" run $M --set 'plugins.kernels="kernels-ref"' --set 'precision.params="fp32"' \
-    --metrics "$OUT/layout-cpu.jsonl" > "$OUT/layout-cpu.log" 2>&1 || tail -5 "$OUT/layout-cpu.log"
+  # kernels-ref takes minutes a step here; LAYOUT_CPU_REFERENCE names its metrics from elsewhere.
+  if [ -n "${LAYOUT_CPU_REFERENCE:-}" ]; then cp "$LAYOUT_CPU_REFERENCE" "$OUT/layout-cpu.jsonl"
+  else RUN_LIMIT_S=1800 timed_run layout-cpu $M --set 'plugins.kernels="kernels-ref"' --set 'precision.params="fp32"'; fi
   python3 - "$OUT" "${specs[@]}" <<'PY' | tee -a "$table"
 import json, sys
 out, specs = sys.argv[1], sys.argv[2:]
@@ -135,13 +174,30 @@ for spec in specs:
     print(f"{name + ' (' + ' '.join([t, p, d, v, 'sg' if sg == 'true' else '-', rc]) + ')':44} {fmt(a)} {fmt(c)}  "
           f"{'PASS' if ok else 'FAIL'} ({len(run)} steps)")
 PY
+  # A rank killed mid-step: every other rank must stop with an error naming it, within the timeout.
+  timeout 150 "$HOST" run $M --nproc 4 --set parallel.tensor=2 --set parallel.pipeline=2 --set run.steps=100000 \
+    --set launch.timeout_s=30 --metrics "$OUT/kill.jsonl" > "$OUT/kill.log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do [ "$(grep -c . "$OUT/kill.jsonl" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+  victim=""
+  launcher=$(pgrep -P $job -x ptdp-host)  # the launcher, under timeout; its children are the ranks
+  for pid in $(pgrep -P "$launcher"); do tr '\0' '\n' < /proc/$pid/environ | grep -qx PTDP_RANK=1 && victim=$pid; done
+  killed=$(date +%s.%N)
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait $job; rc=$?
+  took=$(awk "BEGIN { print $(date +%s.%N) - $killed }")
+  named=$(grep -cE "rank 1|peer 1|world rank 1" "$OUT/kill.log")
+  verdict=FAIL; [ -n "$victim" ] && [ $rc -ne 0 ] && [ "$named" -ge 1 ] && awk "BEGIN { exit !($took < 40) }" && verdict=PASS
+  row "rank 1 of t2 p2 killed mid-step" "$verdict: job exit $rc after ${took%.*} s (timeout 30 s), $named lines name rank 1"
+  grep -E "error|killed" "$OUT/kill.log" | head -6
+  ;;
+layouts-1.3b)
   # The 1.3B model, 10 steps, split over two ranks on the one GPU, against its single-rank run.
   big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2)
-  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --metrics "$OUT/big-single.jsonl" > "$OUT/big-single.log" 2>&1 || tail -5 "$OUT/big-single.log"
-  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.tensor=2 --metrics "$OUT/big-t2.jsonl" > "$OUT/big-t2.log" 2>&1 || tail -5 "$OUT/big-t2.log"
-  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.pipeline=2 --set parallel.global_batch=8 \
-    --metrics "$OUT/big-p2.jsonl" > "$OUT/big-p2.log" 2>&1 || tail -5 "$OUT/big-p2.log"
-  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --set parallel.global_batch=8 --metrics "$OUT/big-single8.jsonl" > "$OUT/big-single8.log" 2>&1 || tail -5 "$OUT/big-single8.log"
+  timed_run big-single examples/gpt-1gpu.toml "${big[@]}"
+  timed_run big-t2 examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.tensor=2
+  timed_run big-single8 examples/gpt-1gpu.toml "${big[@]}" --set parallel.global_batch=8
+  timed_run big-p2 examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.pipeline=2 --set parallel.global_batch=8
   python3 - "$OUT" <<'PY' | tee -a "$table"
 import json, sys
 out = sys.argv[1]
@@ -156,21 +212,6 @@ for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2
     print(f"{what:44} {'no run' if w is None else f'{w:10.2e}'}  {'PASS' if w is not None and w < 2e-2 else 'FAIL'} "
           f"(10 steps, loss {b[0] if b else float('nan'):.4f} -> {b[-1] if b else float('nan'):.4f})")
 PY
-  # A rank killed mid-step: every other rank must stop with an error naming it, within the timeout.
-  "$HOST" run $M --nproc 4 --set parallel.tensor=2 --set parallel.pipeline=2 --set run.steps=100000 \
-    --set launch.timeout_s=30 --metrics "$OUT/kill.jsonl" > "$OUT/kill.log" 2>&1 &
-  launcher=$!
-  for _ in $(seq 600); do [ "$(grep -c . "$OUT/kill.jsonl" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
-  victim=""
-  for pid in $(pgrep -P $launcher); do tr '\0' '\n' < /proc/$pid/environ | grep -qx PTDP_RANK=1 && victim=$pid; done
-  killed=$(date +%s.%N)
-  [ -n "$victim" ] && kill -9 "$victim"
-  wait $launcher; rc=$?
-  took=$(awk "BEGIN { print $(date +%s.%N) - $killed }")
-  named=$(grep -cE "rank 1|peer 1|world rank 1" "$OUT/kill.log")
-  verdict=FAIL; [ -n "$victim" ] && [ $rc -ne 0 ] && [ "$named" -ge 1 ] && awk "BEGIN { exit !($took < 40) }" && verdict=PASS
-  row "rank 1 of t2 p2 killed mid-step" "$verdict: job exit $rc after ${took%.*} s (timeout 30 s), $named lines name rank 1"
-  grep -E "error|killed" "$OUT/kill.log" | head -6
   ;;
 bench)
   for b in 4 8; do
@@ -205,7 +246,6 @@ largest)
   ;;
 *) echo "unknown part: $part"; exit 2 ;;
 esac
+pack_logs
 done
 echo; cat "$table"
-cp "$table" "$RESULTS/table.txt"
-tar czf "$RESULTS/logs.tgz" -C "$OUT" .

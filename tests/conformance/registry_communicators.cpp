@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -22,6 +23,7 @@ namespace {
 struct Declared {
   uint32_t memory_kinds = 0;
   uint32_t capabilities = 0;
+  char error[512] = {};  // why the plugin could not be made, if it could not
 };
 
 // "libptdp-comm-x.so" or "/path/libptdp-comm-x.so" -> "comm-x".
@@ -61,15 +63,14 @@ Declared declared_by(const std::string& plugin) {
   if (pid == 0) {
     ::close(fds[0]);
     Declared d;
-    int code = 0;
     try {
       auto comm = create(plugin);
-      d = Declared{comm->memory_kinds(), comm->capabilities()};
-    } catch (...) {
-      code = 1;
+      d.memory_kinds = comm->memory_kinds();
+      d.capabilities = comm->capabilities();
+    } catch (const std::exception& e) {
+      std::snprintf(d.error, sizeof(d.error), "%s", e.what());
     }
-    if (::write(fds[1], &d, sizeof(d)) != static_cast<ssize_t>(sizeof(d))) code = 1;
-    ::_exit(code);
+    ::_exit(::write(fds[1], &d, sizeof(d)) == static_cast<ssize_t>(sizeof(d)) ? 0 : 1);
   }
   ::close(fds[1]);
   Declared d;
@@ -78,7 +79,8 @@ Declared declared_by(const std::string& plugin) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (got != static_cast<ssize_t>(sizeof(d)) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error("conformance: cannot load the communicator plugin '" + plugin + "'");
+    throw std::runtime_error("conformance: loading the communicator plugin '" + plugin + "' crashed");
+  if (d.error[0]) throw std::runtime_error("conformance: " + std::string(d.error));
   return d;
 }
 
