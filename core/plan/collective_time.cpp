@@ -1,0 +1,23 @@
+#include "plan/collective_time.hpp"
+
+namespace ptdp {
+
+double all_reduce_seconds(double bytes, int ranks, const LinkSpec& link) {
+  if (ranks <= 1) return 0;
+  return 2.0 * (ranks - 1) / ranks * bytes / link.bandwidth_bytes_per_s + link.latency_s;
+}
+
+double all_gather_seconds(double bytes, int ranks, const LinkSpec& link) {
+  if (ranks <= 1) return 0;
+  return static_cast<double>(ranks - 1) / ranks * bytes / link.bandwidth_bytes_per_s + link.latency_s;
+}
+
+double transfer_seconds(double bytes, const LinkSpec& link) {
+  return bytes / link.bandwidth_bytes_per_s + link.latency_s;
+}
+
+const LinkSpec& group_link(const ClusterSpec& cluster, int ranks, int stride) {
+  return static_cast<long>(ranks) * stride <= cluster.gpus_per_node ? cluster.intra_node : cluster.inter_node;
+}
+
+}  // namespace ptdp
