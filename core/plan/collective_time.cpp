@@ -1,5 +1,7 @@
 #include "plan/collective_time.hpp"
 
+#include <algorithm>
+
 namespace ptdp {
 
 double all_reduce_seconds(double bytes, int ranks, const LinkSpec& link) {
@@ -16,8 +18,11 @@ double transfer_seconds(double bytes, const LinkSpec& link) {
   return bytes / link.bandwidth_bytes_per_s + link.latency_s;
 }
 
-const LinkSpec& group_link(const ClusterSpec& cluster, int ranks, int stride) {
-  return static_cast<long>(ranks) * stride <= cluster.gpus_per_node ? cluster.intra_node : cluster.inter_node;
+LinkSpec group_link(const ClusterSpec& cluster, int ranks, int stride) {
+  if (static_cast<long>(ranks) * stride <= cluster.gpus_per_node) return cluster.intra_node;
+  const int members_per_node = std::clamp(cluster.gpus_per_node / stride, 1, ranks);
+  return {std::min(cluster.intra_node.bandwidth_bytes_per_s, members_per_node * cluster.inter_node.bandwidth_bytes_per_s),
+          cluster.inter_node.latency_s};
 }
 
 }  // namespace ptdp

@@ -12,8 +12,10 @@ double all_gather_seconds(double bytes, int ranks, const LinkSpec& link);
 // One point-to-point transfer of `bytes`.
 double transfer_seconds(double bytes, const LinkSpec& link);
 
-// The link a group of `ranks` GPUs, `stride` ranks apart, uses: NVLink while the group fits in
-// one node (consecutive ranks share a node), the network otherwise.
-const LinkSpec& group_link(const ClusterSpec& cluster, int ranks, int stride);
+// The link a collective of `ranks` GPUs, `stride` ranks apart, sees: NVLink while the group fits
+// in one node (consecutive ranks share a node). Across nodes NCCL runs one ring per network port,
+// so a group with k members in each node moves data at k ports' bandwidth (at most NVLink's);
+// the other groups of the same kind use the node's other ports at the same time.
+LinkSpec group_link(const ClusterSpec& cluster, int ranks, int stride);
 
 }  // namespace ptdp

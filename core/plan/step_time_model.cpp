@@ -99,7 +99,7 @@ StepTimeBreakdown step_time(const RunConfig::Model& m, int global_batch, const P
   }
 
   const double params = std::max(parameters_on_gpu(m, l, 0), parameters_on_gpu(m, l, l.pipeline - 1));
-  const LinkSpec& dp_link = group_link(c, l.data, l.tensor);
+  const LinkSpec dp_link = group_link(c, l.data, l.tensor);
   t.data_parallel = l.distributed_optimizer
                         ? all_gather_seconds(params * kGradientBytes, l.data, dp_link) +
                               all_gather_seconds(params * kActivationBytes, l.data, dp_link)
