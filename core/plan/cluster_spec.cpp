@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <toml++/toml.h>
 
@@ -75,13 +73,7 @@ LinkSpec read_link(const ManifestLocator& locator, const std::string& name, cons
 }
 
 ClusterSpec parse(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    throw ManifestError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
-                                    e.description()));
-  }
+  const toml::table root = parse_config_text(text, source);
   ManifestLocator locator(source, root);
   ClusterSpec c;
   c.source = source;
@@ -136,12 +128,6 @@ ClusterSpec load_cluster_string(const std::string& text, const std::string& sour
   return parse(text, source_name);
 }
 
-ClusterSpec load_cluster(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ManifestError(path + ": cannot read cluster file: No such file or directory");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
-}
+ClusterSpec load_cluster(const std::string& path) { return parse(read_config_file(path, "cluster file"), path); }
 
 }  // namespace ptdp
