@@ -49,9 +49,9 @@ void write_file(const std::string& path, const std::string& content) {
 void run_plan(const PlanOptions& options) {
   PlanResult result;
   PlanContext context;
+  ClusterSpec cluster;
   try {
     const RunConfig config = load_manifest(options.manifest, options.overrides);
-    static ClusterSpec cluster;
     cluster = load_cluster(options.cluster);
     check_gpu_count(config, cluster);
     const auto& p = config.parallel;

@@ -15,7 +15,8 @@ double transfer_seconds(double bytes, const LinkSpec& link);
 // The link a collective of `ranks` GPUs, `stride` ranks apart, sees: NVLink while the group fits
 // in one node (consecutive ranks share a node). Across nodes NCCL runs one ring per network port,
 // so a group with k members in each node moves data at k ports' bandwidth (at most NVLink's);
-// the other groups of the same kind use the node's other ports at the same time.
+// the other groups of the same kind use the node's other ports at the same time. A group that
+// does not tile the nodes is paced by the node holding the fewest of its members.
 LinkSpec group_link(const ClusterSpec& cluster, int ranks, int stride);
 
 }  // namespace ptdp

@@ -151,7 +151,7 @@ TEST(PaperValidation, FigureTwelveInterleavingGainsMostAtSmallBatch) {
     const double interleaved = throughput_of(model, gpus, batch, {p, t, 1, 1, 2, true, false, true});
     const double plain = throughput_of(model, gpus, batch, {p, t, 1, 1, 1, true, false, true});
     const double gain = interleaved / plain - 1;
-    line += fmt::format(" B {} {:+.1f}%", batch, 100 * gain);
+    line += fmt::format(" B {} {:.1f}/{:.1f} {:+.1f}%", batch, interleaved, plain, 100 * gain);
     EXPECT_GT(gain, 0) << "B " << batch;
     EXPECT_LT(gain, previous_gain) << "B " << batch;
     previous_gain = gain;
