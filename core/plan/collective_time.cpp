@@ -20,10 +20,11 @@ double transfer_seconds(double bytes, const LinkSpec& link) {
 }
 
 LinkSpec group_link(const ClusterSpec& cluster, int ranks, int stride) {
-  if (static_cast<long>(ranks) * stride <= cluster.gpus_per_node) return cluster.intra_node;
-  // A group of consecutive (strided) ranks that does not tile the nodes has, in some node, only
+  // The groups of one kind together fill blocks of ranks·stride consecutive ranks; a group stays
+  // inside a node when those blocks tile the nodes. One that does not has, in some node, only
   // gcd(span, node) / stride members: that node's ports set the pace.
   const long span = static_cast<long>(ranks) * stride;
+  if (cluster.gpus_per_node % span == 0) return cluster.intra_node;
   const int members_per_node =
       std::clamp(static_cast<int>(std::gcd(span, static_cast<long>(cluster.gpus_per_node)) / stride), 1, ranks);
   return {std::min(cluster.intra_node.bandwidth_bytes_per_s, members_per_node * cluster.inter_node.bandwidth_bytes_per_s),

@@ -12,8 +12,8 @@ double all_gather_seconds(double bytes, int ranks, const LinkSpec& link);
 // One point-to-point transfer of `bytes`.
 double transfer_seconds(double bytes, const LinkSpec& link);
 
-// The link a collective of `ranks` GPUs, `stride` ranks apart, sees: NVLink while the group fits
-// in one node (consecutive ranks share a node). Across nodes NCCL runs one ring per network port,
+// The link a collective of `ranks` GPUs, `stride` ranks apart, sees: NVLink while the groups of
+// its kind tile the nodes (consecutive ranks share a node; a group of 3 on 8-GPU nodes does not). Across nodes NCCL runs one ring per network port,
 // so a group with k members in each node moves data at k ports' bandwidth (at most NVLink's);
 // the other groups of the same kind use the node's other ports at the same time. A group that
 // does not tile the nodes is paced by the node holding the fewest of its members.

@@ -5,6 +5,7 @@
 
 #include "manifest/manifest_loader.hpp"
 #include "plan/cluster_spec.hpp"
+#include "plan/collective_time.hpp"
 #include "plan/gemm_efficiency.hpp"
 
 namespace ptdp {
@@ -90,6 +91,20 @@ TEST(ClusterSpec, BadFilesAreOneLineNamingFileKeyAndReason) {
   } catch (const ManifestError& e) {
     EXPECT_STREQ(e.what(), "/nonexistent/c.toml: cannot read cluster file: No such file or directory");
   }
+}
+
+// Groups inside a node use NVLink; across nodes one ring per port, paced by the thinnest node.
+TEST(ClusterSpec, GroupLinks) {
+  const ClusterSpec c = load_cluster_string(kCluster, "c.toml");
+  EXPECT_DOUBLE_EQ(group_link(c, 8, 1).bandwidth_bytes_per_s, 200e9);   // tensor 8 in a node
+  EXPECT_DOUBLE_EQ(group_link(c, 2, 4).bandwidth_bytes_per_s, 200e9);   // data 2 beside tensor 4
+  EXPECT_DOUBLE_EQ(group_link(c, 32, 1).bandwidth_bytes_per_s, 160e9);  // 8 ports of 20 GB/s
+  EXPECT_DOUBLE_EQ(group_link(c, 4, 8).bandwidth_bytes_per_s, 20e9);    // one member per node
+  EXPECT_DOUBLE_EQ(group_link(c, 3, 1).bandwidth_bytes_per_s, 20e9);    // groups of 3 straddle nodes
+  EXPECT_DOUBLE_EQ(group_link(c, 12, 1).bandwidth_bytes_per_s, 80e9);   // 12 = 8 + 4 in the worst node
+  EXPECT_DOUBLE_EQ(group_link(c, 12, 1).latency_s, 20e-6);
+  EXPECT_DOUBLE_EQ(all_reduce_seconds(1e9, 4, c.intra_node), 2 * 0.75 * 1e9 / 200e9 + 10e-6);
+  EXPECT_DOUBLE_EQ(all_reduce_seconds(1e9, 1, c.intra_node), 0);
 }
 
 }  // namespace
