@@ -9,11 +9,6 @@
 
 namespace ptdp {
 
-struct PipelineSimulation::Ops {
-  std::vector<std::vector<ComputeOp>> per_stage;
-  std::vector<int> peaks;
-};
-
 namespace {
 
 std::tuple<int, int, int> key_of(const ScheduleShape& s) { return {s.stages, s.chunks, s.microbatches}; }
@@ -35,29 +30,36 @@ std::string PipelineSimulation::scheduler_for(const ScheduleShape& shape) {
   return shape.chunks > 1 ? "sched-interleaved" : "sched-1f1b";
 }
 
-const PipelineSimulation::Ops& PipelineSimulation::ops(const ScheduleShape& shape) {
-  auto found = ops_.find(key_of(shape));
-  if (found != ops_.end()) return *found->second;
+std::shared_ptr<const std::vector<InstructionStream>> PipelineSimulation::streams(const ScheduleShape& shape) {
+  for (const auto& [key, streams] : recent_streams_)
+    if (key == key_of(shape)) return streams;
   const std::string name = scheduler_for(shape);
   auto& scheduler = schedulers_[name];
   if (!scheduler)
     scheduler = create_plugin<Scheduler>(registry_.load(name, PluginKind::Scheduler, "scheduler"), toml::table{}, 0, 1);
-  auto ops = std::make_shared<Ops>();
-  const PipelineSchedule schedule = plan_schedule(*scheduler, shape);
-  ops->per_stage = schedule.ops;
-  ops->peaks = schedule.report.peak_activations;
-  return *(ops_[key_of(shape)] = std::move(ops));
+  PipelineSchedule schedule = plan_schedule(*scheduler, shape);
+  peaks_[key_of(shape)] = schedule.report.peak_activations;
+  auto streams = std::make_shared<const std::vector<InstructionStream>>(std::move(schedule.streams));
+  recent_streams_.emplace_front(key_of(shape), streams);
+  if (recent_streams_.size() > kRecentShapes) recent_streams_.pop_back();
+  return streams;
 }
 
-const std::vector<int>& PipelineSimulation::peak_activations(const ScheduleShape& shape) { return ops(shape).peaks; }
+const std::vector<int>& PipelineSimulation::peak_activations(const ScheduleShape& shape) {
+  auto found = peaks_.find(key_of(shape));
+  if (found == peaks_.end()) {
+    streams(shape);
+    found = peaks_.find(key_of(shape));
+  }
+  return found->second;
+}
 
 double PipelineSimulation::makespan(const ScheduleShape& shape, double backward_ratio, double transfer_latency) {
   const double latency = rounded(transfer_latency);
   const auto key = std::make_tuple(shape.stages, shape.chunks, shape.microbatches, backward_ratio, latency);
   auto found = makespans_.find(key);
   if (found != makespans_.end()) return found->second;
-  const std::vector<InstructionStream> streams = lower_schedule(shape, ops(shape).per_stage);
-  const SimulationResult result = simulate_schedule(shape, streams, {1.0, backward_ratio, latency});
+  const SimulationResult result = simulate_schedule(shape, *streams(shape), {1.0, backward_ratio, latency});
   return makespans_[key] = result.makespan;
 }
 

@@ -2,7 +2,10 @@
 // The planner's view of a pipeline step: the stock schedulers' ops for a shape (sched-1f1b for
 // v = 1, sched-interleaved for v > 1, loaded as plugins the way a run loads them), lowered and
 // verified like a run's, then replayed by the schedule simulator. Results are cached, since a
-// search asks for the same shapes again and again.
+// search asks for the same shapes again and again; the lowered streams only for the last few
+// shapes (a search asks for one shape's layouts one after another, and all of them would take
+// hundreds of MB at a thousand GPUs).
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +14,7 @@
 
 #include "plugin/plugin_registry.hpp"
 #include "ptdp/scheduler.hpp"
+#include "schedule/instruction_stream.hpp"
 
 namespace ptdp {
 
@@ -30,12 +34,16 @@ class PipelineSimulation {
   static std::string scheduler_for(const ScheduleShape& shape);
 
  private:
-  struct Ops;
-  const Ops& ops(const ScheduleShape& shape);
+  using ShapeKey = std::tuple<int, int, int>;  // p, v, m
+  static constexpr size_t kRecentShapes = 16;
+
+  // The shape's verified instruction streams; records its peak activations on the way.
+  std::shared_ptr<const std::vector<InstructionStream>> streams(const ScheduleShape& shape);
 
   PluginRegistry registry_;
   std::map<std::string, std::shared_ptr<const Scheduler>> schedulers_;
-  std::map<std::tuple<int, int, int>, std::shared_ptr<const Ops>> ops_;
+  std::map<ShapeKey, std::vector<int>> peaks_;
+  std::deque<std::pair<ShapeKey, std::shared_ptr<const std::vector<InstructionStream>>>> recent_streams_;
   std::map<std::tuple<int, int, int, double, double>, double> makespans_;
 };
 
