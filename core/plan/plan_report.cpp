@@ -120,15 +120,15 @@ std::string plan_text(const PlanContext& context, const PlanResult& result, int 
       context.manifest, context.cluster, context.spec->name, r.gpus, context.spec->gpus_per_node,
       context.spec->memory_bytes / kGiB, r.model.layers, r.model.hidden, r.model.heads, r.model.seq_len, r.model.vocab,
       static_cast<double>(parameter_count(r.model)) / 1e9, r.global_batch);
-  out += fmt::format("{:<4} {:<40} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}\n", "rank", "layout", "fits",
+  out += fmt::format("{:<5} {:<44} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "rank", "layout", "fits",
                      "GiB/GPU", "step s", "compute", "TP", "bubble", "p2p", "TFLOP/s");
   auto row = [&](const std::string& rank, const PlanCandidate& c) {
     if (!c.timed) {
-      out += fmt::format("{:<4} {:<40} {:>4} {:>9} (the model state alone does not fit)\n", rank,
+      out += fmt::format("{:<5} {:<44} {:>4} {:>8} (the model state alone does not fit)\n", rank,
                          layout_label(c.layout), "no", gib(c.memory.total()));
       return;
     }
-    out += fmt::format("{:<4} {:<40} {:>4} {:>9} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f}\n", rank,
+    out += fmt::format("{:<5} {:<44} {:>4} {:>8} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.1f}\n", rank,
                        layout_label(c.layout), c.fits ? "yes" : "no", gib(c.memory.total()), c.time.total(),
                        c.time.compute, c.time.tensor_parallel, c.time.bubble, c.time.pipeline_transfers,
                        c.tflops_per_gpu);
