@@ -96,7 +96,12 @@ constexpr const char* kDistributedOptimizerNote =
 
 std::string why_best_wins(const PlanResult& result) {
   const PlanCandidate* best = result.best();
-  if (!best) return "no layout fits in the GPU's memory";
+  if (!best) {
+    if (result.candidates.empty()) return "no layout is allowed by the manifest rules";
+    const PlanCandidate& smallest = result.candidates.front();  // the rest are ranked by memory
+    return fmt::format("no layout fits in the GPU's memory: the smallest, {}, needs {}{} GiB per GPU",
+                       layout_label(smallest.layout), smallest.timed ? "" : "at least ", gib(smallest.memory.total()));
+  }
   std::string text;
   if (result.given.layout == best->layout) {
     text = "the given layout is the fastest that fits";

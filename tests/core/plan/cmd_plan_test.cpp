@@ -58,6 +58,18 @@ TEST(HostPlanCommand, SvgDrawsThroughputAgainstPipelineAndTensor) {
   EXPECT_EQ(cells, 10);
 }
 
+TEST(HostPlanCommand, NoLayoutFitsIsExitOneWithTheSmallest) {
+  const auto result = plan(quoted(kSource + "/examples/gpt-175b-paper.toml") + " --cluster " + quoted(kH200) +
+                           " --set parallel.data=1 --set parallel.pipeline=1 --set parallel.global_batch=16"
+                           " --set launch.nproc_per_node=8 --top 1");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("0 fit\n"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("why: no layout fits in the GPU's memory: the smallest, p 1 t 8 d 1 b 1 v 1, needs at "
+                               "least "),
+            std::string::npos)
+      << result.output;
+}
+
 TEST(HostPlanCommand, BadClusterFileIsOneLineWithFileKeyAndReason) {
   test::TempDir dir("ptdp-plan");
   const std::string bad = (dir.path() / "bad.toml").string();
