@@ -61,7 +61,7 @@ TEST(HostPlanCommand, SvgDrawsThroughputAgainstPipelineAndTensor) {
 TEST(HostPlanCommand, NoLayoutFitsIsExitOneWithTheSmallest) {
   const auto result = plan(quoted(kSource + "/examples/gpt-175b-paper.toml") + " --cluster " + quoted(kH200) +
                            " --set parallel.data=1 --set parallel.pipeline=1 --set parallel.global_batch=16"
-                           " --set launch.nproc_per_node=8 --top 1");
+                           " --set launch.nproc_per_node=8 --set launch.nnodes=1 --top 1");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("0 fit\n"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("why: no layout fits in the GPU's memory: the smallest, p 1 t 8 d 1 b 1 v 1, needs at "
