@@ -4,27 +4,30 @@
 
 #include <algorithm>
 
+#include "manifest/manifest_loader.hpp"
+#include "manifest/manifest_locator.hpp"
+#include "manifest/manifest_rules.hpp"
 #include "manifest/model_math.hpp"
 
 namespace ptdp {
 
 std::optional<std::string> layout_problem(const PlanRequest& r, const PlanLayout& l) {
-  const auto& m = r.model;
   if (l.gpus() != r.gpus) return fmt::format("p·t·d = {} is not the {} GPUs", l.gpus(), r.gpus);
-  if (m.heads % l.tensor != 0) return fmt::format("heads ({}) must be divisible by tensor ({})", m.heads, l.tensor);
-  if (m.ffn_hidden % l.tensor != 0)
-    return fmt::format("ffn_hidden ({}) must be divisible by tensor ({})", m.ffn_hidden, l.tensor);
-  if (m.layers % (l.pipeline * l.virtual_stages) != 0)
-    return fmt::format("layers ({}) must be divisible by pipeline · virtual_stages ({})", m.layers,
-                       l.pipeline * l.virtual_stages);
-  if (r.global_batch % (l.micro_batch * l.data) != 0)
-    return fmt::format("global_batch ({}) must be divisible by micro_batch · data ({})", r.global_batch,
-                       l.micro_batch * l.data);
-  const int microbatches = r.global_batch / (l.micro_batch * l.data);
-  if (l.virtual_stages > 1 && l.pipeline < 2) return std::string("virtual_stages > 1 needs pipeline >= 2");
-  if (l.virtual_stages > 1 && microbatches % l.pipeline != 0)
-    return fmt::format("the interleaved schedule needs m ({}) divisible by pipeline ({})", microbatches, l.pipeline);
   if (l.distributed_optimizer && l.data == 1) return std::string("the distributed optimizer needs data > 1");
+  // The manifest's own rules between keys, on the manifest this layout would be.
+  RunConfig config;
+  config.model = r.model;
+  config.parallel.pipeline = l.pipeline, config.parallel.tensor = l.tensor, config.parallel.data = l.data;
+  config.parallel.micro_batch = l.micro_batch, config.parallel.virtual_stages = l.virtual_stages;
+  config.parallel.global_batch = r.global_batch;
+  config.parallel.recompute = l.recompute ? "full" : "none";
+  config.launch.nproc_per_node = r.gpus;
+  static const toml::table no_file;
+  try {
+    apply_manifest_rules(config, ManifestLocator(layout_label(l), no_file));
+  } catch (const ManifestError& e) {
+    return std::string(e.what());
+  }
   return std::nullopt;
 }
 
@@ -50,14 +53,16 @@ std::vector<PlanLayout> allowed_layouts(const PlanRequest& r, int max_micro_batc
       if ((r.gpus / p) % t != 0) continue;
       const int d = r.gpus / (p * t);
       for (int b = 1; b <= max_micro_batch; ++b)
-        for (int v = 1; v <= r.model.layers / p; ++v)
+        for (int v = 1; v <= r.model.layers / p; ++v) {
+          // Recomputation, the optimizer and scatter/gather change no rule: check the rest once.
+          if (layout_problem(r, {p, t, d, b, v, false, false, false})) continue;
           for (bool recompute : {false, true})
             for (bool sharded : {false, true})
               for (bool sg : {false, true}) {
-                if (sg && (p == 1 || t == 1)) continue;  // nothing to scatter
-                const PlanLayout l{p, t, d, b, v, recompute, sharded, sg};
-                if (!layout_problem(r, l)) layouts.push_back(l);
+                if ((sharded && d == 1) || (sg && (p == 1 || t == 1))) continue;  // nothing to shard or scatter
+                layouts.push_back({p, t, d, b, v, recompute, sharded, sg});
               }
+        }
     }
   }
   return layouts;
