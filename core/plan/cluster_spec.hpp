@@ -1,8 +1,8 @@
 #pragma once
 // ClusterSpec: the hardware (and the kernel stack's one property the planner needs) that
 // `ptdp-host plan` predicts memory and step time for, read from a cluster file
-// (docs/planning.md). Every number is a rate actually achieved, not a datasheet peak, except
-// peak_tflops, which the GEMM efficiency table is a fraction of.
+// (docs/planning.md). Every rate is one actually achieved, not a datasheet peak, except
+// peak_flops, which the GEMM efficiency table is a fraction of.
 #include <string>
 #include <vector>
 
