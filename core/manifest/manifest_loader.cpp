@@ -141,13 +141,7 @@ void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path&
 
 RunConfig load(std::string_view text, const std::string& source, const fs::path& manifest_dir,
                const std::vector<std::string>& overrides) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    throw ManifestError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
-                                    e.description()));
-  }
+  toml::table root = parse_config_text(text, source);
   ManifestLocator locator(source, root);
   for (const std::string& assignment : overrides) locator.add_override(apply_override(root, assignment), assignment);
 
@@ -182,14 +176,27 @@ RunConfig load(std::string_view text, const std::string& source, const fs::path&
 
 }  // namespace
 
-RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides) {
+std::string read_config_file(const std::string& path, const std::string& what) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read manifest: " + std::strerror(EISDIR));
+  if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(EISDIR));
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw ManifestError(path + ": cannot read manifest: " + std::strerror(errno));
+  if (!file) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
   std::ostringstream text;
   text << file.rdbuf();
-  return load(text.str(), path, fs::absolute(path).parent_path(), overrides);
+  return text.str();
+}
+
+toml::table parse_config_text(std::string_view text, const std::string& source) {
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw ManifestError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
+                                    e.description()));
+  }
+}
+
+RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides) {
+  return load(read_config_file(path, "manifest"), path, fs::absolute(path).parent_path(), overrides);
 }
 
 RunConfig load_manifest_string(std::string_view text, const std::string& source_name,

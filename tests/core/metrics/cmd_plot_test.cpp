@@ -1,38 +1,22 @@
 // ptdp-host plot, run as a user would: the SVG it writes and its one-line errors (exit 2).
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <utility>
-#include <sys/wait.h>
 
+#include "support/host_command.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ptdp {
 namespace {
 
-struct HostResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using test::HostResult;
+using test::quoted;
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-HostResult run_host(const std::string& args) {
-  const std::string command = quoted(PTDP_TEST_HOST) + " plot " + args + " 2>&1";
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+HostResult run_host(const std::string& args) { return test::run_host_command(PTDP_TEST_HOST, "plot " + args); }
 
 class HostPlotCommand : public ::testing::Test {
  protected:
