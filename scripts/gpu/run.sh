@@ -30,7 +30,7 @@ count() { grep -cE "(^|\] )$1 " "$OUT/$2"; }
 steady() {  # file field warmup
   python3 - "$@" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]  # not the header
 xs = [r[sys.argv[2]] for r in rows[int(sys.argv[3]):]]
 print(f"{sum(xs) / len(xs):.1f}" if xs else "n/a")
 PY

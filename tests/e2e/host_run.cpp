@@ -77,7 +77,8 @@ HostRun TinyGptWorkspace::run(const std::vector<std::string>& sets, int nproc, c
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::ifstream in(metrics);
   for (std::string line; std::getline(in, line);)
-    if (!line.empty()) result.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    if (auto record = nlohmann::json::parse(line, nullptr, false); record.contains("step"))  // not the header
+      result.losses.push_back(record["loss"].get<double>());
   return result;
 }
 
