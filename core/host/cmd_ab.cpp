@@ -26,7 +26,7 @@ struct AbOptions {
   std::vector<std::string> manifests, arm_names, sets;
   int rounds = 5, steps = 0, warmup = 3;
   std::string out, launcher;
-  double loss_tolerance = 0, min_effect = 0.01;
+  double loss_tolerance = 0, min_effect = 0.01, confidence = 0.95, alpha = 0.05;
 };
 
 // Refusals of the command line, before anything runs (exit status 2).
@@ -92,6 +92,9 @@ std::string command_line(const std::vector<AbArm>& arms, const std::vector<std::
       for (size_t i = common.size(); i < arm.sets.size(); ++i) line.append(" --set ").append(shell_quoted(arm.sets[i]));
     }
   line += fmt::format(" --rounds {} --warmup {}", o.rounds, o.warmup);
+  if (o.confidence != 0.95 || o.alpha != 0.05) line += fmt::format(" --confidence {} --alpha {}", o.confidence, o.alpha);
+  if (o.min_effect != 0.01) line += fmt::format(" --min-effect {}", o.min_effect);
+  if (o.loss_tolerance > 0) line += fmt::format(" --loss-tolerance {}", o.loss_tolerance);
   if (o.steps > 0) line += fmt::format(" --steps {}", o.steps);
   if (!o.launcher.empty()) line.append(" --launcher ").append(shell_quoted(o.launcher));
   return line.append(" --out ").append(shell_quoted(o.out));
@@ -108,6 +111,10 @@ void ab(const CLI::App& command, AbOptions options) {
   if (options.rounds < 1) throw Refusal(fmt::format("--rounds {}: at least 1", options.rounds));
   if (options.warmup < 0) throw Refusal(fmt::format("--warmup {}: cannot be negative", options.warmup));
   if (options.steps < 0) throw Refusal(fmt::format("--steps {}: cannot be negative", options.steps));
+  if (!(options.confidence > 0 && options.confidence < 1))
+    throw Refusal(fmt::format("--confidence {}: must lie between 0 and 1", options.confidence));
+  if (!(options.alpha > 0 && options.alpha < 1))
+    throw Refusal(fmt::format("--alpha {}: must lie between 0 and 1", options.alpha));
   if (options.out.empty()) options.out = "ab-" + utc_now("%Y%m%d-%H%M%S");
   if (std::filesystem::exists(options.out + "/report.json"))
     throw Refusal(options.out + ": holds an earlier A/B report; give another --out");
@@ -126,6 +133,8 @@ void ab(const CLI::App& command, AbOptions options) {
   run.method.rounds = options.rounds;
   run.method.warmup = options.warmup;
   run.method.min_effect = options.min_effect;
+  run.method.confidence = options.confidence;
+  run.method.alpha = options.alpha;
   if (options.loss_tolerance > 0) run.method.loss_tolerance = options.loss_tolerance;
 
   AbAnalysis analysis;
@@ -173,6 +182,10 @@ void add_ab_command(CLI::App& root) {
                       "Start each job through this command, e.g. 'srun -N 2 --ntasks-per-node 8' (shell words)");
   command->add_option("--loss-tolerance", options->loss_tolerance,
                       "Largest relative loss difference of equivalent arms (default 1e-4, 2e-2 with bf16)");
+  command->add_option("--confidence", options->confidence, "Confidence of the bootstrap interval of the ratio")
+      ->capture_default_str();
+  command->add_option("--alpha", options->alpha, "p-value below which a difference can be called")
+      ->capture_default_str();
   command->add_option("--min-effect", options->min_effect,
                       "Smallest |ratio - 1| called faster or slower")->capture_default_str();
   command->callback([command, options] {

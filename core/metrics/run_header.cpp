@@ -95,7 +95,7 @@ struct HeaderError {
 };
 
 template <class T>
-T field(const nlohmann::json& object, const char* key) {
+T field(const nlohmann::ordered_json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end()) throw HeaderError{std::string("header has no \"") + key + "\""};
   try {
@@ -105,21 +105,22 @@ T field(const nlohmann::json& object, const char* key) {
   }
 }
 
-RunHeader parse_header(const nlohmann::json& line) {
+// Read as ordered JSON, so that the settings keep the order they were written in.
+RunHeader parse_header(const nlohmann::ordered_json& line) {
   RunHeader h;
   h.ptdp_version = field<std::string>(line, "ptdp_version");
   h.manifest = field<std::string>(line, "manifest");
   h.manifest_hash = field<std::string>(line, "manifest_hash");
   h.device = field<std::string>(line, "device");
   h.host = field<std::string>(line, "host");
-  const auto layout = field<nlohmann::json>(line, "layout");
+  const auto layout = field<nlohmann::ordered_json>(line, "layout");
   h.pipeline = field<int>(layout, "pipeline");
   h.tensor = field<int>(layout, "tensor");
   h.data = field<int>(layout, "data");
   h.virtual_stages = field<int>(layout, "virtual_stages");
   h.microbatches = field<int>(layout, "microbatches");
   h.world_size = field<int>(layout, "world_size");
-  for (const auto& p : field<nlohmann::json>(line, "plugins"))
+  for (const auto& p : field<nlohmann::ordered_json>(line, "plugins"))
     h.plugins.push_back({field<std::string>(p, "slot"), field<std::string>(p, "name"),
                          field<std::string>(p, "version"), field<std::string>(p, "toolchain"),
                          field<std::string>(p, "path")});
@@ -136,8 +137,8 @@ std::optional<RunHeader> read_run_header(const std::string& path) {
   int64_t line_number = 0;
   for (std::string text; std::getline(in, text);) {
     ++line_number;
-    const auto line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!is_run_header(line)) continue;
+    const auto line = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!line.is_object() || line.value("record", "") != "header") continue;
     try {
       return parse_header(line);
     } catch (const HeaderError& e) {
