@@ -4,33 +4,20 @@
 #include "ab/setting_differences.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "manifest/run_config_json.hpp"
+#include "support/tiny_manifest.hpp"
 
 namespace ptdp {
 namespace {
 
-constexpr const char* kManifest = R"(
-[model]
-layers = 4
-hidden = 32
-heads = 4
-seq_len = 16
-vocab = 256
-[parallel]
-micro_batch = 1
-global_batch = 8
-[data]
-path = "corpus.txt"
-)";
-
 std::vector<SettingDifference> between(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  return setting_differences(run_config_json(load_manifest_string(kManifest, "m.toml", a)),
-                             run_config_json(load_manifest_string(kManifest, "m.toml", b)));
+  return setting_differences(run_config_json(load_manifest_string(test::kTinyManifest, "m.toml", a)),
+                             run_config_json(load_manifest_string(test::kTinyManifest, "m.toml", b)));
 }
 
 TEST(SettingDifferences, ScheduleAndLayoutKeepTheTraining) {
   const auto d = between({"parallel.pipeline=2", "launch.nproc_per_node=2"},
                          {"parallel.pipeline=2", "launch.nproc_per_node=2", "parallel.virtual_stages=2",
-                                                   "plugins.scheduler=sched-interleaved", "parallel.recompute=full"});
+                          "plugins.scheduler=sched-interleaved", "parallel.recompute=full"});
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].key, "parallel.recompute");
   EXPECT_EQ(d[0].baseline, "\"none\"");

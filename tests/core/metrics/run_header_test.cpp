@@ -10,31 +10,16 @@
 #include "metrics/run_header.hpp"
 #include "ptdp/error.hpp"
 #include "support/temp_dir.hpp"
+#include "support/tiny_manifest.hpp"
 
 namespace ptdp {
 namespace {
 
-constexpr const char* kManifest = R"(
-[model]
-layers = 4
-hidden = 32
-heads = 4
-seq_len = 16
-vocab = 256
-[parallel]
-pipeline = 2
-micro_batch = 1
-global_batch = 8
-[data]
-path = "corpus.txt"
-[launch]
-nproc_per_node = 2
-[plugins]
-search_path = [")" PTDP_TEST_PLUGIN_DIR R"("]
-)";
-
 RunHeader header_of_manifest() {
-  const RunConfig config = load_manifest_string(kManifest, "m.toml", {"parallel.recompute=full"});
+  const RunConfig config = load_manifest_string(
+      test::kTinyManifest, "m.toml",
+      {"parallel.pipeline=2", "launch.nproc_per_node=2", "parallel.recompute=full",
+       std::string("plugins.search_path=[\"") + PTDP_TEST_PLUGIN_DIR + "\"]"});
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
   return make_run_header(config, registry, Device{});
 }
