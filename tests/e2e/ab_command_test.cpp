@@ -62,6 +62,10 @@ TEST_F(AbCommand, IdenticalArmsShowNoDifferenceAndTheReportFilesParse) {
     EXPECT_EQ(arm["header"]["record"], "header");
     EXPECT_EQ(arm["header"]["settings"]["run"]["steps"], 12);
   }
+  std::ifstream job_log(out + "/runs/a-r1.jsonl");
+  std::string first_line;
+  std::getline(job_log, first_line);
+  EXPECT_EQ(nlohmann::json::parse(first_line)["record"], "header") << "the metrics log does not begin with its header";
   const std::vector<std::vector<std::string>> abba = {{"a", "b"}, {"b", "a"}, {"a", "b"}, {"b", "a"}, {"a", "b"}};
   EXPECT_EQ(r["method"]["order"].get<std::vector<std::vector<std::string>>>(), abba);
   std::ifstream md(out + "/report.md");
@@ -161,6 +165,8 @@ TEST_F(AbCommand, RefusalsAreOneLineNamingTheProblem) {
       {"--arm a", "an A/B needs two arms; one --arm was given"},
       {"", "an A/B needs two arms: --arm NAME [--set k=v]... twice, or two or more manifests"},
       {"--arm a --arm a", "arm 'a' is named twice"},
+      {workspace_->manifest() + " --arm a --arm b",
+       "--arm takes one manifest (its arms differ by --set); several manifests are each an arm"},
       {"--arm a --arm 'b c'", "arm name 'b c': use letters, digits, '.', '_' and '-' (it names files)"},
       {"--arm a --arm b --rounds 0", "--rounds 0: at least 1"},
       {"--arm a --arm b --confidence 1.5", "--confidence 1.5: must lie between 0 and 1"},
