@@ -120,6 +120,7 @@ void read_launch(TableReader r, RunConfig::Launch& launch) {
   r.read("master_addr", launch.master_addr);
   r.read("master_port", launch.master_port, 0, 65535);
   r.read("timeout_s", launch.timeout_s, FloatRange::above(0));
+  r.read("ranks_per_gpu", launch.ranks_per_gpu, 1, 1024);
   r.finish();
 }
 

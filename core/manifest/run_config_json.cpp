@@ -46,7 +46,8 @@ nlohmann::ordered_json run_config_json(const RunConfig& c) {
         {"checkpoint", c.plugins.checkpoint}, {"search_path", c.plugins.search_path}, {"options", options}}},
       {"launch",
        {{"nproc_per_node", c.launch.nproc_per_node}, {"master_addr", c.launch.master_addr},
-        {"master_port", c.launch.master_port}, {"timeout_s", c.launch.timeout_s}, {"nnodes", c.launch.nnodes}}},
+        {"master_port", c.launch.master_port}, {"timeout_s", c.launch.timeout_s}, {"nnodes", c.launch.nnodes},
+        {"ranks_per_gpu", c.launch.ranks_per_gpu}}},
   };
 }
 

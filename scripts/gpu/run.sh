@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made here by
-# scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
-#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref) and comm-nccl
+# Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made on the build
+# machine by scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
+#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref), the
+#            communicator conformance suite on CUDA memory (comm-ucx with 8 ranks sharing the GPU,
+#            comm-nccl with one rank per GPU), comm-nccl's own checks
 #   losses   20 training steps of a small GPT on the GPU against the same run on the CPU
+#   layouts  tensor, pipeline and data parallel layouts with every rank on one GPU (comm-ucx):
+#            each against the single-rank losses; the 1.3B model at t 2 and p 2; a killed rank
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   largest  the largest model that trains, with and without full recomputation
@@ -10,14 +14,15 @@
 # ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-B=$PWD/.gpu-bundle
+B=$(mktemp -d)
+tar xzf .gpu-bundle/bundle.tar.gz -C "$B" || { echo "no .gpu-bundle/bundle.tar.gz: run scripts/gpu/build.sh here first"; exit 2; }
 RESULTS=${OUT:-$PWD/gpu-out}
 OUT=$(mktemp -d)
 mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
-parts=${*:-tests losses bench}
+parts=${*:-tests losses layouts bench}
 table=$OUT/table.txt
 : > "$table"
 row() { printf '%-44s %s\n' "$1" "$2" | tee -a "$table"; }
@@ -34,6 +39,10 @@ rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "s
 xs = [r[sys.argv[2]] for r in rows[int(sys.argv[3]):]]
 print(f"{sum(xs) / len(xs):.1f}" if xs else "n/a")
 PY
+}
+# "TFLOP/s, peak memory" of a bench/torch_gpt.py result.
+torch_result() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['tflops_per_gpu'], ', peak', r['peak_mem_gib'], 'GiB (allocator)')" "$1" 2>/dev/null || echo failed
 }
 # Peak GPU memory (GiB) seen by nvidia-smi while a command runs.
 with_peak_memory() {  # outfile cmd...
@@ -54,6 +63,13 @@ tests)
   rc=$?
   row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
   grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
+  for comm in comm-ucx:cuda comm-nccl; do
+    log="conformance-${comm%%:*}.log"
+    PTDP_CONFORMANCE_COMM=$comm "$B/bin/test-conformance-comm" > "$OUT/$log" 2>&1
+    rc=$?
+    row "conformance suite, $comm" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/$log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .*\(' "$OUT/$log") fail, $(grep -cE '^\[  SKIPPED \] .*\(' "$OUT/$log") not run (they need more GPUs) (exit $rc)"
+    grep -E '^\[  (FAILED|SKIPPED) \] .*\(' "$OUT/$log" | head -20
+  done
   "$B/bin/comm-nccl-device-test" > "$OUT/comm-nccl-checks.log" 2>&1
   rc=$?
   row "comm-nccl device checks" "$(count PASS comm-nccl-checks.log) pass, $(count FAIL comm-nccl-checks.log) fail, $(count SKIP comm-nccl-checks.log) need 2 GPUs (exit $rc)"
@@ -79,6 +95,83 @@ print(f"{'PASS' if worst < 2e-2 else 'FAIL'}: max relative difference {worst:.2e
 PY
 )"
   ;;
+layouts)
+  # Every layout of the small model on the one GPU against its single-rank run, same seed, data
+  # and dropout masks (layout-independent): losses within bf16 tolerance (2e-2 relative: the
+  # layouts sum the same bf16 products in other orders, and 20 steps of training carry the
+  # rounding forward), and within the same tolerance of kernels-ref on the CPU.
+  M=examples/gpt-small-1gpu-layouts.toml
+  # name: t p d v scatter_gather recompute
+  specs=("single 1 1 1 1 false none" "t2 2 1 1 1 false none" "p2 1 2 1 1 false none" "p2v2sg 1 2 1 2 true none"
+         "p4v2sg 1 4 1 2 true none" "d2 1 1 2 1 false none" "t2p2d2v2sg 2 2 2 2 true none" "t4p2sg-full 4 2 1 1 true full")
+  for spec in "${specs[@]}"; do
+    read -r name t p d v sg rc <<< "$spec"
+    sched=sched-1f1b; [ "$v" -gt 1 ] && sched=sched-interleaved
+    "$HOST" run $M --nproc $((t * p * d)) --set parallel.tensor=$t --set parallel.pipeline=$p --set parallel.data=$d \
+      --set parallel.virtual_stages=$v --set parallel.scatter_gather=$sg --set "parallel.recompute=\"$rc\"" \
+      --set "plugins.scheduler=\"$sched\"" --metrics "$OUT/layout-$name.jsonl" > "$OUT/layout-$name.log" 2>&1 ||
+      tail -5 "$OUT/layout-$name.log"
+  done
+  "$HOST" run $M --set 'plugins.kernels="kernels-ref"' --set 'precision.params="fp32"' \
+    --metrics "$OUT/layout-cpu.jsonl" > "$OUT/layout-cpu.log" 2>&1 || tail -5 "$OUT/layout-cpu.log"
+  python3 - "$OUT" "${specs[@]}" <<'PY' | tee -a "$table"
+import json, sys
+out, specs = sys.argv[1], sys.argv[2:]
+def losses(name):
+    try:
+        return [json.loads(l)["loss"] for l in open(f"{out}/layout-{name}.jsonl") if l.strip()]
+    except OSError:
+        return []
+def worst(a, b):
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 20 else None
+base, cpu = losses("single"), losses("cpu")
+print(f"{'layout (t p d v sg recompute)':44} {'vs 1 rank':>10} {'vs CPU':>10}  verdict")
+for spec in specs:
+    name, t, p, d, v, sg, rc = spec.split()
+    run = losses(name)
+    a, c = worst(run, base), worst(run, cpu)
+    ok = a is not None and c is not None and a < 2e-2 and c < 2e-2
+    fmt = lambda x: f"{x:10.2e}" if x is not None else f"{'no run':>10}"
+    print(f"{name + ' (' + ' '.join([t, p, d, v, 'sg' if sg == 'true' else '-', rc]) + ')':44} {fmt(a)} {fmt(c)}  "
+          f"{'PASS' if ok else 'FAIL'} ({len(run)} steps)")
+PY
+  # The 1.3B model, 10 steps, split over two ranks on the one GPU, against its single-rank run.
+  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2)
+  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --metrics "$OUT/big-single.jsonl" > "$OUT/big-single.log" 2>&1 || tail -5 "$OUT/big-single.log"
+  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.tensor=2 --metrics "$OUT/big-t2.jsonl" > "$OUT/big-t2.log" 2>&1 || tail -5 "$OUT/big-t2.log"
+  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.pipeline=2 --set parallel.global_batch=8 \
+    --metrics "$OUT/big-p2.jsonl" > "$OUT/big-p2.log" 2>&1 || tail -5 "$OUT/big-p2.log"
+  "$HOST" run examples/gpt-1gpu.toml "${big[@]}" --set parallel.global_batch=8 --metrics "$OUT/big-single8.jsonl" > "$OUT/big-single8.log" 2>&1 || tail -5 "$OUT/big-single8.log"
+  python3 - "$OUT" <<'PY' | tee -a "$table"
+import json, sys
+out = sys.argv[1]
+def losses(name):
+    try:
+        return [json.loads(l)["loss"] for l in open(f"{out}/big-{name}.jsonl") if l.strip()]
+    except OSError:
+        return []
+for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2", "single8", "1.3B p 2 (2 ranks, 1 GPU), B 8")):
+    a, b = losses(run), losses(base)
+    w = max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 10 else None
+    print(f"{what:44} {'no run' if w is None else f'{w:10.2e}'}  {'PASS' if w is not None and w < 2e-2 else 'FAIL'} "
+          f"(10 steps, loss {b[0] if b else float('nan'):.4f} -> {b[-1] if b else float('nan'):.4f})")
+PY
+  # A rank killed mid-step: every other rank must stop with an error naming it, within the timeout.
+  "$HOST" run $M --nproc 4 --set parallel.tensor=2 --set parallel.pipeline=2 --set run.steps=100000 \
+    --set launch.timeout_s=30 --metrics "$OUT/kill.jsonl" > "$OUT/kill.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 600); do [ "$(grep -c . "$OUT/kill.jsonl" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+  victim=""
+  for pid in $(pgrep -P $launcher); do tr '\0' '\n' < /proc/$pid/environ | grep -qx PTDP_RANK=1 && victim=$pid; done
+  killed=$(date +%s.%N)
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait $launcher; rc=$?
+  took=$(awk "BEGIN { print $(date +%s.%N) - $killed }")
+  named=$(grep -cE "rank 1|peer 1|world rank 1" "$OUT/kill.log")
+  verdict=FAIL; [ -n "$victim" ] && [ $rc -ne 0 ] && [ "$named" -ge 1 ] && awk "BEGIN { exit !($took < 40) }" && verdict=PASS
+  row "rank 1 of t2 p2 killed mid-step" "$verdict: job exit $rc after ${took%.*} s (timeout 30 s), $named lines name rank 1"
+  grep -E "error|killed" "$OUT/kill.log" | head -6
+  ;;
 bench)
   for b in 4 8; do
     with_peak_memory "$OUT/bench-b$b.peak" "$HOST" run examples/gpt-1gpu.toml --set parallel.micro_batch=$b \
@@ -87,8 +180,11 @@ bench)
     row "ptdp 1.3B b=$b: TFLOP/s per GPU (72-formula)" "$(steady "$OUT/bench-b$b.jsonl" tflops_per_gpu 3), peak $(cat "$OUT/bench-b$b.peak") GiB (nvidia-smi)"
     python3 "$B/bench/torch_gpt.py" --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 51200 \
       --micro-batch $b --steps 10 > "$OUT/torch-b$b.json" 2> "$OUT/torch-b$b.log" || tail -5 "$OUT/torch-b$b.log"
-    row "pytorch eager 1.3B b=$b: TFLOP/s per GPU" "$(python3 -c "import json,sys; r=json.load(open('$OUT/torch-b$b.json')); print(r['tflops_per_gpu'], ', peak', r['peak_mem_gib'], 'GiB (allocator)')" 2>/dev/null || echo failed)"
+    row "pytorch eager 1.3B b=$b: TFLOP/s per GPU" "$(torch_result "$OUT/torch-b$b.json")"
   done
+  python3 "$B/bench/torch_gpt.py" --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 51200 \
+    --micro-batch 4 --steps 10 --compile > "$OUT/torch-compile-b4.json" 2> "$OUT/torch-compile-b4.log" || tail -5 "$OUT/torch-compile-b4.log"
+  row "pytorch torch.compile 1.3B b=4: TFLOP/s per GPU" "$(torch_result "$OUT/torch-compile-b4.json")"
   ;;
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.

@@ -15,6 +15,17 @@ void check(cudaError_t status, const char* call) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(status));
 }
 
+// Spins for `cycles` clock ticks on one thread, then every thread fills its elements.
+__global__ void fill_after_spin(float* dst, float value, size_t count, long long cycles) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
+  }
+  __syncthreads();
+  for (size_t i = threadIdx.x; i < count; i += blockDim.x) dst[i] = value;
+}
+
 class CudaMemory final : public TestMemory {
  public:
   explicit CudaMemory(int local_rank) {
@@ -43,6 +54,12 @@ class CudaMemory final : public TestMemory {
   }
   void* stream() override { return stream_; }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void fill_later(void* dst, float value, size_t count, int delay_ms) override {
+    int khz = 0;
+    check(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device_), "cudaDeviceGetAttribute");
+    fill_after_spin<<<1, 1024, 0, stream_>>>(static_cast<float*>(dst), value, count, static_cast<long long>(khz) * delay_ms);
+    check(cudaGetLastError(), "fill_after_spin launch");
+  }
 
  private:
   int device_ = 0;
