@@ -75,7 +75,9 @@ AbAnalysis run_ab(const std::vector<AbArm>& arms, const AbRunOptions& options) {
                               "give more --steps or fewer --warmup",
                               arm.name, config.run.steps, options.method.warmup));
   }
-  std::filesystem::create_directories(options.out_dir + "/runs");
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir + "/runs", ec);
+  if (ec) throw Error(fmt::format("{}: cannot create the output folder: {}", options.out_dir, ec.message()));
 
   std::vector<ArmSummary> summaries(arms.size());
   for (size_t i = 0; i < arms.size(); ++i) summaries[i].arm = arms[i];

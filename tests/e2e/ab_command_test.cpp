@@ -182,6 +182,10 @@ TEST_F(AbCommand, RefusalsAreOneLineNamingTheProblem) {
                                         " --arm a --arm b --out " + earlier);
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_EQ(again.output, earlier + ": holds an earlier A/B report; give another --out\n");
+  const CommandResult nowhere = run_shell(std::string(PTDP_TEST_HOST) + " ab " + workspace_->manifest() +
+                                          " --arm a --arm b --out /proc/ptdp-ab");
+  EXPECT_EQ(nowhere.exit_code, 1);
+  EXPECT_EQ(nowhere.output.rfind("/proc/ptdp-ab: cannot create the output folder: ", 0), 0u) << nowhere.output;
 }
 
 TEST_F(AbCommand, FailedJobNamesTheArmRoundAndLog) {
