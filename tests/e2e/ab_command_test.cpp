@@ -36,7 +36,7 @@ TinyGptWorkspace* AbCommand::workspace_ = nullptr;
 
 TEST_F(AbCommand, IdenticalArmsShowNoDifferenceAndTheReportFilesParse) {
   // At the default 95% two identical arms are called different about one time in twenty (as
-  // they should be); at 99.9% this test fails about once in a thousand runs.
+  // a 5% test must be); at 99.9% this test is expected to fail about once in a thousand runs.
   std::string out;
   const CommandResult run = ab("--arm a --arm b --rounds 5 --steps 12 --warmup 2 --confidence 0.999 --alpha 0.001", &out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
