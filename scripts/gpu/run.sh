@@ -85,8 +85,8 @@ losses)
     --set 'plugins.comm="comm-nccl"' --set 'precision.params="bf16"' --metrics "$OUT/losses-gpu.jsonl" > "$OUT/losses-gpu.log" 2>&1
   row "20 steps, GPU vs CPU losses" "$(python3 - "$OUT/losses-cpu.jsonl" "$OUT/losses-gpu.jsonl" <<'PY'
 import json, sys
-cpu = [json.loads(l)["loss"] for l in open(sys.argv[1]) if l.strip()]
-gpu = [json.loads(l)["loss"] for l in open(sys.argv[2]) if l.strip()]
+cpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]
+gpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[2]) if l.strip()) if "step" in r]
 if len(cpu) != 20 or len(gpu) != 20:
     print(f"FAIL: {len(cpu)} CPU and {len(gpu)} GPU steps"); sys.exit()
 worst = max(abs(g - c) / abs(c) for c, g in zip(cpu, gpu))
@@ -119,7 +119,7 @@ import json, sys
 out, specs = sys.argv[1], sys.argv[2:]
 def losses(name):
     try:
-        return [json.loads(l)["loss"] for l in open(f"{out}/layout-{name}.jsonl") if l.strip()]
+        return [r["loss"] for r in (json.loads(l) for l in open(f"{out}/layout-{name}.jsonl") if l.strip()) if "step" in r]
     except OSError:
         return []
 def worst(a, b):
@@ -147,7 +147,7 @@ import json, sys
 out = sys.argv[1]
 def losses(name):
     try:
-        return [json.loads(l)["loss"] for l in open(f"{out}/big-{name}.jsonl") if l.strip()]
+        return [r["loss"] for r in (json.loads(l) for l in open(f"{out}/big-{name}.jsonl") if l.strip()) if "step" in r]
     except OSError:
         return []
 for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2", "single8", "1.3B p 2 (2 ranks, 1 GPU), B 8")):
@@ -160,7 +160,7 @@ PY
   "$HOST" run $M --nproc 4 --set parallel.tensor=2 --set parallel.pipeline=2 --set run.steps=100000 \
     --set launch.timeout_s=30 --metrics "$OUT/kill.jsonl" > "$OUT/kill.log" 2>&1 &
   launcher=$!
-  for _ in $(seq 600); do [ "$(grep -c . "$OUT/kill.jsonl" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+  for _ in $(seq 600); do [ "$(grep -c '"step"' "$OUT/kill.jsonl" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
   victim=""
   for pid in $(pgrep -P $launcher); do tr '\0' '\n' < /proc/$pid/environ | grep -qx PTDP_RANK=1 && victim=$pid; done
   killed=$(date +%s.%N)
