@@ -7,7 +7,9 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "metrics/run_header.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp {
@@ -30,10 +32,12 @@ double number_field(const nlohmann::json& line, const char* key, bool required) 
   return it->get<double>();
 }
 
-StepMetrics parse_line(const std::string& text) {
+// The step of a line, or nothing for a run's header record (metrics/run_header.hpp).
+std::optional<StepMetrics> parse_line(const std::string& text) {
   nlohmann::json line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (line.is_discarded()) throw LineError{"not valid JSON"};
   if (!line.is_object()) throw LineError{std::string("a JSON ") + line.type_name() + ", not an object"};
+  if (is_run_header(line)) return std::nullopt;
   auto step = line.find("step");
   if (step == line.end()) throw LineError{"no \"step\""};
   if (!step->is_number_integer()) throw LineError{"\"step\" is not an integer"};
@@ -62,8 +66,7 @@ std::vector<StepMetrics> read_metrics_log(const std::string& path) {
     ++line_number;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      StepMetrics metrics = parse_line(text);
-      by_step[metrics.step] = metrics;
+      if (auto metrics = parse_line(text)) by_step[metrics->step] = *metrics;
     } catch (const LineError& e) {
       throw Error(path + ":" + std::to_string(line_number) + ": " + e.reason);
     }

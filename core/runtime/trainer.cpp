@@ -318,8 +318,10 @@ void RankTrainer::run() {
   const double flops = flops_per_step(cfg_);
   const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
   std::unique_ptr<MetricsLog> metrics;
-  if (id_.rank == 0 && !options_.metrics_path.empty())
+  if (id_.rank == 0 && !options_.metrics_path.empty()) {
     metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
+    metrics->write_header(make_run_header(cfg_, registry_, device_));
+  }
   std::vector<Tensor> grads;
   for (const auto& param : params_) grads.push_back(param.grad);
 

@@ -40,7 +40,7 @@ count() { grep -cE "(^|\] )$1 " "$OUT/$2"; }
 steady() {  # file field warmup
   python3 - "$@" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]  # not the header
 xs = [r[sys.argv[2]] for r in rows[int(sys.argv[3]):]]
 print(f"{sum(xs) / len(xs):.1f}" if xs else "n/a")
 PY
@@ -51,7 +51,7 @@ timed_run() {
   local start=$SECONDS
   timeout "${RUN_LIMIT_S:-150}" "$HOST" run "$@" --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
   local rc=$?
-  echo "$name: exit $rc after $((SECONDS - start)) s, $(grep -c . "$OUT/$name.jsonl" 2>/dev/null || echo 0) steps"
+  echo "$name: exit $rc after $((SECONDS - start)) s, $(grep -sc '"step"' "$OUT/$name.jsonl") steps"
   [ $rc -ne 0 ] && tail -3 "$OUT/$name.log"
   pack_logs
   return $rc
@@ -94,8 +94,8 @@ losses)
     --set 'plugins.comm="comm-nccl"' --set 'precision.params="bf16"' --metrics "$OUT/losses-gpu.jsonl" > "$OUT/losses-gpu.log" 2>&1
   row "20 steps, GPU vs CPU losses" "$(python3 - "$OUT/losses-cpu.jsonl" "$OUT/losses-gpu.jsonl" <<'PY'
 import json, sys
-cpu = [json.loads(l)["loss"] for l in open(sys.argv[1]) if l.strip()]
-gpu = [json.loads(l)["loss"] for l in open(sys.argv[2]) if l.strip()]
+cpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]
+gpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[2]) if l.strip()) if "step" in r]
 if len(cpu) != 20 or len(gpu) != 20:
     print(f"FAIL: {len(cpu)} CPU and {len(gpu)} GPU steps"); sys.exit()
 worst = max(abs(g - c) / abs(c) for c, g in zip(cpu, gpu))
@@ -130,7 +130,7 @@ smoke)
       kill -9 $(pgrep -f "ptdp-host run examples/gpt-small") 2>/dev/null
     fi
     wait $job; rc=$?
-    row "smoke: $name" "exit $rc, $(grep -c . "$OUT/$name.jsonl" 2>/dev/null || echo 0) of 3 steps"
+    row "smoke: $name" "exit $rc, $(grep -sc '"step"' "$OUT/$name.jsonl") of 3 steps"
     tail -4 "$OUT/$name.log"
   done
   ;;
@@ -158,7 +158,7 @@ import json, sys
 out, specs = sys.argv[1], sys.argv[2:]
 def losses(name):
     try:
-        return [json.loads(l)["loss"] for l in open(f"{out}/layout-{name}.jsonl") if l.strip()]
+        return [r["loss"] for r in (json.loads(l) for l in open(f"{out}/layout-{name}.jsonl") if l.strip()) if "step" in r]
     except OSError:
         return []
 def worst(a, b):
@@ -178,7 +178,7 @@ PY
   timeout 150 "$HOST" run $M --nproc 4 --set parallel.tensor=2 --set parallel.pipeline=2 --set run.steps=100000 \
     --set launch.timeout_s=30 --metrics "$OUT/kill.jsonl" > "$OUT/kill.log" 2>&1 &
   job=$!
-  for _ in $(seq 600); do [ "$(grep -c . "$OUT/kill.jsonl" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+  for _ in $(seq 600); do steps=$(grep -sc '"step"' "$OUT/kill.jsonl"); [ "${steps:-0}" -ge 2 ] && break; sleep 0.1; done
   victim=""
   launcher=$(pgrep -P $job -x ptdp-host)  # the launcher, under timeout; its children are the ranks
   for pid in $(pgrep -P "$launcher"); do tr '\0' '\n' < /proc/$pid/environ | grep -qx PTDP_RANK=1 && victim=$pid; done
@@ -203,7 +203,7 @@ import json, sys
 out = sys.argv[1]
 def losses(name):
     try:
-        return [json.loads(l)["loss"] for l in open(f"{out}/big-{name}.jsonl") if l.strip()]
+        return [r["loss"] for r in (json.loads(l) for l in open(f"{out}/big-{name}.jsonl") if l.strip()) if "step" in r]
     except OSError:
         return []
 for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2", "single8", "1.3B p 2 (2 ranks, 1 GPU), B 8")):

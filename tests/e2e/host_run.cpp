@@ -11,6 +11,16 @@ namespace ptdp::test {
 
 namespace fs = std::filesystem;
 
+CommandResult run_shell(const std::string& command_line) {
+  CommandResult result;
+  FILE* pipe = popen((command_line + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
 TinyGptWorkspace::TinyGptWorkspace() {
   char tmpl[] = "/tmp/ptdp-e2e-XXXXXX";
   dir_ = mkdtemp(tmpl);
@@ -68,16 +78,15 @@ HostRun TinyGptWorkspace::run(const std::vector<std::string>& sets, int nproc, c
   std::ostringstream cmd;
   cmd << PTDP_TEST_HOST << " run " << manifest_ << " --nproc " << nproc << " --metrics " << metrics;
   for (const auto& s : sets) cmd << " --set " << s;
-  cmd << " " << extra_args << " 2>&1";
+  cmd << " " << extra_args;
+  const CommandResult ran = run_shell(cmd.str());
   HostRun result;
-  FILE* pipe = popen(cmd.str().c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) result.output.append(buf, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = ran.exit_code;
+  result.output = ran.output;
   std::ifstream in(metrics);
   for (std::string line; std::getline(in, line);)
-    if (!line.empty()) result.losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    if (auto record = nlohmann::json::parse(line, nullptr, false); record.contains("step"))  // not the header
+      result.losses.push_back(record["loss"].get<double>());
   return result;
 }
 

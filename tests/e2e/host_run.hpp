@@ -11,6 +11,14 @@ struct HostRun {
   std::vector<double> losses;  // per step, from --metrics
 };
 
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line and waits for it.
+CommandResult run_shell(const std::string& command_line);
+
 // A folder holding a byte-level text corpus and a manifest of a tiny GPT trained on it.
 class TinyGptWorkspace {
  public:

@@ -49,6 +49,18 @@ TEST_F(HostPlotCommand, WritesTheSvgOfEveryRun) {
   EXPECT_NE(svg.find("class=\"val-loss\""), std::string::npos);
 }
 
+TEST_F(HostPlotCommand, TheHeaderRecordAddsTheLayoutToTheLegend) {
+  const std::string header =
+      "{\"record\":\"header\",\"ptdp_version\":\"0.1.0\",\"manifest\":\"m.toml\",\"manifest_hash\":\"\","
+      "\"layout\":{\"pipeline\":2,\"tensor\":2,\"data\":1,\"virtual_stages\":2,\"microbatches\":4,"
+      "\"world_size\":4},\"device\":\"cpu\",\"host\":\"h\",\"plugins\":[],\"settings\":{}}\n";
+  const std::string a = file("a.jsonl", header + kRun), out = path("loss.svg");
+  HostResult result = run_host(quoted(a) + " --svg " + quoted(out));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, out + ": 1 run, 3 steps\n");
+  EXPECT_NE(read(out).find(">a.jsonl (p2 t2 d1 v2)</text>"), std::string::npos);
+}
+
 TEST_F(HostPlotCommand, RunsOfTheSameFileNameAreToldApartByPath) {
   const std::string a = file("run-a/m.jsonl", kRun), b = file("run-b/m.jsonl", kRun), out = path("loss.svg");
   HostResult result = run_host(quoted(a) + " " + quoted(b) + " --svg " + quoted(out));
