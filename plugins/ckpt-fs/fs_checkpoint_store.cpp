@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +24,10 @@ namespace {
 constexpr const char* kIndexFile = "index.json";
 constexpr const char* kStepPrefix = "step-";
 constexpr const char* kStagingPrefix = ".staging-step-";
+// A committed step is renamed to this before its files are deleted, so it is never listed half gone.
+constexpr const char* kRemovingPrefix = ".removing-step-";
+// open() proves the folder writable by creating and deleting this file.
+constexpr const char* kWriteProbe = ".write-probe";
 // Suffixes of a rank's unfinished files, next to its finished "rank-R.safetensors".
 constexpr const char* kTmpSuffix = ".tmp";
 constexpr const char* kSpoolSuffix = ".spool";
@@ -49,19 +55,6 @@ std::string rank_ranges(const std::vector<int>& ranks) {
     out += (out.empty() ? "" : ", ") + std::to_string(ranks[i]);
     if (j > i) out += "-" + std::to_string(ranks[j]);
     i = j + 1;
-  }
-  return out;
-}
-
-std::string step_list(const std::vector<int64_t>& steps) {
-  if (steps.empty()) return "none";
-  std::string out;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (steps.size() > 10 && i == 5) {
-      out += ", ...";
-      i = steps.size() - 5;
-    }
-    out += (out.empty() ? "" : ", ") + std::to_string(steps[i]);
   }
   return out;
 }
@@ -118,6 +111,15 @@ void FsCheckpointStore::open(const std::string& root) {
   if (ec) throw Error("ckpt-fs: cannot resolve checkpoint folder " + root + ": " + ec.message());
   make_folder(dir);
   if (!fs::is_directory(dir, ec)) throw Error("ckpt-fs: " + dir.string() + " is not a folder");
+  // Found now rather than at the first save, hours into the run. Permission bits alone do not
+  // tell (root, read-only mounts, ACLs): only creating a file does.
+  // mkstemp picks a fresh name, so ranks (or threads) opening the folder at once never collide.
+  std::string probe = (dir / (std::string(kWriteProbe) + "-XXXXXX")).string();
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0)
+    throw Error("ckpt-fs: cannot write in checkpoint folder " + dir.string() + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
   root_ = dir;
   pending_.clear();
   indexes_.clear();
@@ -283,6 +285,47 @@ void FsCheckpointStore::publish(int64_t step) {
   }
 }
 
+void FsCheckpointStore::remove_step(int64_t step) {
+  check_step_and_rank(step, 0);
+  const fs::path dir = step_dir(step);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error("ckpt-fs: cannot remove step " + std::to_string(step) + ": it is not committed in " +
+                root().string() + " (committed steps: " + step_list(list_steps()) + ")");
+  const fs::path doomed = root() / (kRemovingPrefix + zero_padded(step, 8));
+  fs::remove_all(doomed, ec);  // a removal an earlier crash interrupted
+  rename_path(dir, doomed);
+  if (options_.fsync) sync_directory(root());
+  indexes_.erase(step);
+  fs::remove_all(doomed, ec);
+  if (ec) throw Error("ckpt-fs: step " + std::to_string(step) + " is no longer listed, but " + doomed.string() +
+                      " could not be deleted: " + ec.message());
+}
+
+std::vector<std::string> FsCheckpointStore::discard_unfinished() {
+  std::vector<std::string> removed;
+  for (const fs::directory_entry& entry : folder_entries(root())) {
+    const std::string name = entry.path().filename().string();
+    const bool staging = parse_step_folder(name, kStagingPrefix).has_value();
+    if (!staging && !parse_step_folder(name, kRemovingPrefix)) continue;
+    uintmax_t bytes = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(entry.path(), ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec)) bytes += it->file_size(ec);
+    fs::remove_all(entry.path(), ec);
+    if (ec) throw Error("ckpt-fs: cannot remove " + entry.path().string() + ": " + ec.message());
+    removed.push_back("removed " + entry.path().string() + " (" + std::to_string(bytes) + " bytes), left by " +
+                      (staging ? "a save that did not finish" : "a step deletion that did not finish"));
+  }
+  return removed;
+}
+
+uint64_t FsCheckpointStore::available_bytes() {
+  struct statvfs st {};
+  if (::statvfs(root().c_str(), &st) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
 std::vector<int64_t> FsCheckpointStore::list_steps() {
   std::vector<int64_t> steps;
   for (const fs::directory_entry& entry : folder_entries(root())) {
@@ -306,6 +349,11 @@ const StepIndex& FsCheckpointStore::index(int64_t step) {
   const FileStamp stamp = file.stamp();
   auto cached = indexes_.find(step);
   if (cached != indexes_.end() && cached->second.stamp == stamp) return cached->second.value;
+  // An index lists each tensor's shards in a few hundred bytes; even a 175B model's is a few MB.
+  constexpr uint64_t kMaxIndexBytes = 1ull << 30;
+  if (file.size() > kMaxIndexBytes)
+    throw Error("ckpt-fs: " + path.string() + ": bad index: " + std::to_string(file.size()) +
+                " bytes is implausible for an index (the limit is 1 GiB)");
   StepIndex index = parse_step_index(read_whole_file(file), path);
   if (index.step != step)
     throw Error("ckpt-fs: " + path.string() + ": bad index: it describes step " + std::to_string(index.step));

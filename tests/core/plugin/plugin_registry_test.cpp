@@ -104,13 +104,13 @@ TEST(PluginRegistry, RefusesOtherAbiMajor) {
 
 TEST(PluginRegistry, RefusesNewerAbiMinor) {
   EXPECT_EQ(load_refusal("broken-abi-minor"),
-            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.0");
+            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.1");
 }
 
 TEST(PluginRegistry, RefusesTooSmallDescriptor) {
   EXPECT_EQ(load_refusal("broken-struct-size"),
             "plugin " + probe_file("broken-struct-size") + ": ABI mismatch: descriptor is " +
-                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.0) needs at least " +
+                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.1) needs at least " +
                 std::to_string(sizeof(PluginDescriptor)));
 }
 
