@@ -73,6 +73,21 @@ TEST(ValidateCommand, MissingFileExitsTwo) {
   EXPECT_EQ(r.output, "/nonexistent/ptdp.toml: cannot read manifest: No such file or directory\n");
 }
 
+TEST(ValidateCommand, AnEndlessFileIsRefusedWithinBoundedMemory) {
+  // With at most 1 GB of address space, reading /dev/zero whole would fail the process instead.
+  const std::string command = std::string("ulimit -v 1000000; timeout 60 '") + PTDP_TEST_HOST +
+                              "' validate /dev/zero 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << output;
+  EXPECT_EQ(output, "/dev/zero: not a manifest: more than 4 MiB (a manifest is a few kilobytes of TOML)\n");
+}
+
 TEST(ValidateCommand, HelpDescribesSet) {
   const Result r = run_host("validate --help");
   EXPECT_EQ(r.status, 0);
