@@ -14,9 +14,14 @@ struct TrainOptions {
   int trace_steps = 2;       // steps recorded after the first (warm-up) step
 };
 
-// Returns when training finished; throws ptdp::Error on any failure (after aborting the
-// communicators so other ranks fail promptly too).
+enum class TrainOutcome {
+  Finished,         // every step of run.steps
+  StoppedBySignal,  // a stop signal (runtime/stop_signal.hpp): the step finished, a checkpoint saved
+};
+
+// Returns when training finished or stopped on a signal; throws ptdp::Error on any failure
+// (after aborting the communicators so other ranks fail promptly too).
 // A single process without a launcher is RankEnvironment{} with master_addr "127.0.0.1".
-void train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options);
+TrainOutcome train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options);
 
 }  // namespace ptdp

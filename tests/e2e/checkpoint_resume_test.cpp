@@ -55,5 +55,20 @@ TEST(CheckpointResume, CorruptCheckpointIsAClearErrorAndKeepsTheFiles) {
   EXPECT_TRUE(std::filesystem::exists(shard)) << "the damaged checkpoint was removed";
 }
 
+TEST(CheckpointResume, ALongerRunContinuesTheSavedDecayAndSaysSo) {
+  TinyGptWorkspace ws;
+  const std::string dir = "checkpoint.dir=\"" + ws.dir() + "/ckpt\"";
+  // Cosine from 1e-3 to 1e-4 over 4 steps (decay_steps 0: run.steps), saved at step 4.
+  const HostRun first = ws.run({"run.steps=4", "checkpoint.every=4", "optimizer.min_lr=1e-4", dir}, 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(first.lrs.size(), 4u);
+  EXPECT_NEAR(first.lrs.back(), 1e-4, 1e-9);
+  const HostRun longer = ws.run({"run.steps=8", "checkpoint.every=4", "optimizer.min_lr=1e-4", dir}, 1);
+  ASSERT_EQ(longer.exit_code, 0) << longer.output;
+  ASSERT_EQ(longer.lrs.size(), 4u) << longer.output;
+  for (double lr : longer.lrs) EXPECT_NEAR(lr, 1e-4, 1e-9) << "the decay restarted:\n" << longer.output;
+  EXPECT_NE(longer.output.find("the decay keeps the 4 steps it was saved with"), std::string::npos) << longer.output;
+}
+
 }  // namespace
 }  // namespace ptdp::test
