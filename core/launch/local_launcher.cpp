@@ -14,6 +14,7 @@
 #include <iostream>
 #include <optional>
 
+#include "launch/rendezvous_secret.hpp"
 #include "launch/socket_io.hpp"
 #include "ptdp/error.hpp"
 
@@ -150,9 +151,10 @@ bool is_stopped(pid_t pid) {
 
 int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
-// The environment of rank `rank`: ours without any PTDP_* launch variables, then the rank's.
+// The environment of rank `rank`: ours without any PTDP_* launch variables, then the rank's,
+// and the job's rendezvous secret when the launcher made one.
 std::vector<std::string> rank_environment(int rank, int nproc, const std::string& addr, int port,
-                                          const LaunchOptions& options) {
+                                          const std::string& secret, const LaunchOptions& options) {
   const std::vector<std::pair<std::string, std::string>> own = {
       {"PTDP_RANK", std::to_string(rank)},       {"PTDP_WORLD_SIZE", std::to_string(nproc)},
       {"PTDP_LOCAL_RANK", std::to_string(rank)}, {"PTDP_LOCAL_WORLD_SIZE", std::to_string(nproc)},
@@ -170,6 +172,7 @@ std::vector<std::string> rank_environment(int rank, int nproc, const std::string
     if (!overridden(*e)) env.emplace_back(*e);
   for (const auto& [k, v] : options.env) env.push_back(k + "=" + v);
   for (const auto& [k, v] : own) env.push_back(k + "=" + v);
+  if (!secret.empty()) env.push_back(std::string(kRendezvousSecretVariable) + "=" + secret);
   return env;
 }
 
@@ -214,6 +217,8 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
   const auto report = options.report ? options.report
                                      : [](const std::string& line) { std::cerr << "launch: " << line << std::endl; };
   const int port = options.master_port > 0 ? options.master_port : net::pick_free_port();
+  // The job's rendezvous secret, unless one was given: then every rank already has it.
+  const std::string secret = rendezvous_secret() ? std::string() : new_rendezvous_secret();
 
   std::vector<std::string> args = argv;
   std::vector<char*> c_args = c_strings(args);
@@ -246,7 +251,7 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
   };
 
   for (int rank = 0; rank < nproc && !result; ++rank) {
-    std::vector<std::string> env = rank_environment(rank, nproc, options.master_addr, port, options);
+    std::vector<std::string> env = rank_environment(rank, nproc, options.master_addr, port, secret, options);
     std::vector<char*> c_env = c_strings(env);
     FileDescriptor out_read, out_write, err_read, err_write;
     if (rank > 0) {

@@ -86,7 +86,7 @@ InstructionStream forward_only_stream(int stages, int chunks, int microbatches, 
 // What a divergence error adds about the step that was due to be saved but never proved sound.
 std::string unsaved_note(const std::optional<int64_t>& unverified_save) {
   if (!unverified_save) return "";
-  return fmt::format(", and step {}, whose weights gave these gradients, is not saved", *unverified_save);
+  return ", and step " + std::to_string(*unverified_save) + ", whose weights gave these gradients, is not saved";
 }
 
 class RankTrainer {
