@@ -13,6 +13,7 @@
 
 #include <ptdp/error.hpp>
 
+#include "crc32c.hpp"
 #include "tensor_region.hpp"
 
 namespace ptdp::ckptfs {
@@ -57,6 +58,12 @@ std::string rank_ranges(const std::vector<int>& ranks) {
     i = j + 1;
   }
   return out;
+}
+
+std::string hex32(uint32_t value) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", value);
+  return text;
 }
 
 void check_step_and_rank(int64_t step, int rank) {
@@ -158,8 +165,8 @@ void FsCheckpointStore::write_shard(int64_t step, int rank, const ShardInfo& inf
   pending.failed = true;
   pending.body.append(host_data, bytes);
   pending.header.tensors.emplace(
-      info.name, SafetensorsEntry{info.dtype, info.shape, info.global_shape, info.offset,
-                                  pending.body_bytes, pending.body_bytes + bytes});
+      info.name, SafetensorsEntry{info.dtype, info.shape, info.global_shape, info.offset, pending.body_bytes,
+                                  pending.body_bytes + bytes, crc32c(host_data, bytes)});
   pending.body_bytes += bytes;
   pending.failed = false;
 }
@@ -429,13 +436,20 @@ void FsCheckpointStore::read(int64_t step, const ShardInfo& want, void* host_dat
                   shape_string(e.global_shape) + ", index.json says " + dtype_name(tensor.dtype) + " offset " +
                   shape_string(shard->region.offset) + " shape " + shape_string(shard->region.shape) + " of " +
                   shape_string(tensor.global_shape));
-    // One read of the span of the shard that holds `part`, then scatter its runs.
+    // One read of the span of the shard that holds `part`, then scatter its runs. A shard with a
+    // checksum is read whole, so the checksum can vouch for every byte used.
     std::vector<int64_t> last = part.offset;
     for (size_t d = 0; d < last.size(); ++d) last[d] += part.shape[d] - 1;
-    const int64_t first_element = flat_index(shard->region, part.offset);
-    const int64_t end_element = flat_index(shard->region, last) + 1;
+    const int64_t first_element = e.crc32c ? 0 : flat_index(shard->region, part.offset);
+    const int64_t end_element = e.crc32c ? volume(e.shape) : flat_index(shard->region, last) + 1;
     buffer.resize(static_cast<size_t>(end_element - first_element) * element);
     file.read_at(buffer.data(), buffer.size(), header.data_start + e.begin + first_element * element);
+    if (e.crc32c) {
+      const uint32_t computed = crc32c(buffer.data(), buffer.size());
+      if (computed != *e.crc32c)
+        throw Error("ckpt-fs: " + file.path().string() + ": " + what + " fails its checksum (crc32c " +
+                    hex32(computed) + ", stored " + hex32(*e.crc32c) + "): the file is damaged");
+    }
     for_each_run(shard->region, region, part, [&](int64_t in_shard, int64_t in_want, int64_t count) {
       std::memcpy(dst + in_want * element, buffer.data() + (in_shard - first_element) * element,
                   count * element);
