@@ -15,6 +15,7 @@
 #include "data/token_dataset.hpp"
 #include "launch/tcp_store.hpp"
 #include "manifest/model_math.hpp"
+#include "manifest/run_config_json.hpp"
 #include "metrics/learning_rate.hpp"
 #include "metrics/metrics_log.hpp"
 #include "metrics/progress_line.hpp"
@@ -158,6 +159,7 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
                   {"virtual_stages", cfg_.parallel.virtual_stages}}},
       {"model", {{"layers", cfg_.model.layers}, {"hidden", cfg_.model.hidden}, {"heads", cfg_.model.heads},
                  {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
+      {"config", run_config_json(cfg_)},
       {"schedule", schedule_record(schedule_)}};
   checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;

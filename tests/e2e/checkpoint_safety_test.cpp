@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_space.hpp"
 #include "host_run.hpp"
 #include "manifest/manifest_loader.hpp"
+#include "manifest/run_config_json.hpp"
 
 namespace ptdp::test {
 namespace {
@@ -102,6 +103,19 @@ TEST(CheckpointSafety, TheSizeOfAStepIsWhatTheStartSaid) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(checkpoint_step_bytes(load_manifest(ws.manifest()).model), data_bytes);
+}
+
+TEST(CheckpointSafety, AStepHoldsTheResolvedManifestNotAPath) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt";
+  const HostRun r = ws.run({"run.steps=1", "checkpoint.every=1", dir_setting(dir)}, 1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto index = nlohmann::json::parse(read_text(dir + "/step-00000001/index.json"));
+  const nlohmann::json& config = index["metadata"]["config"];
+  EXPECT_EQ(config["model"], run_config_json(load_manifest(ws.manifest()))["model"])
+      << "ffn_hidden, layernorm_eps, padded vocab and the rest, as the run resolved them";
+  EXPECT_EQ(config["run"]["steps"], 1) << "with the --set overrides applied";
+  EXPECT_EQ(config["checkpoint"]["dir"], dir);
 }
 
 TEST(CheckpointSafety, ADivergedStepIsNeverSavedAndErrorsCountStepsFromOne) {
