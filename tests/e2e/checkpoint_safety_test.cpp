@@ -85,32 +85,37 @@ TEST(CheckpointSafety, KeepDeletesAllButTheNewestStepsAndTheLastStepIsSaved) {
   EXPECT_NE(r.output.find("checkpoint.keep = 2: deleted step 4"), std::string::npos) << r.output;
 }
 
-TEST(CheckpointSafety, TheSizeOfAStepIsWhatTheStartSaid) {
+// A one-step run that saves its step, and that step's index.json.
+class OneSavedStep : public ::testing::Test {
+ protected:
+  OneSavedStep()
+      : dir(ws.dir() + "/ckpt"), run(ws.run({"run.steps=1", "checkpoint.every=1", dir_setting(dir)}, 1)) {
+    if (run.exit_code == 0) index = nlohmann::json::parse(read_text(dir + "/step-00000001/index.json"));
+  }
   TinyGptWorkspace ws;
-  const std::string dir = ws.dir() + "/ckpt";
-  const HostRun r = ws.run({"run.steps=1", "checkpoint.every=1", dir_setting(dir)}, 1);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string dir;
+  const HostRun run;
+  nlohmann::json index;
+};
+
+TEST_F(OneSavedStep, TheSizeOfAStepIsWhatTheStartSaid) {
+  ASSERT_EQ(run.exit_code, 0) << run.output;
   // What the step holds, by its own index: every tensor's elements, 4 bytes each.
-  const auto index = nlohmann::json::parse(read_text(dir + "/step-00000001/index.json"));
   uint64_t data_bytes = 0;
   for (const auto& [name, tensor] : index["tensors"].items()) {
     uint64_t elements = 1;
     for (const auto& d : tensor["global_shape"]) elements *= d.get<uint64_t>();
     data_bytes += 4 * elements;
   }
-  EXPECT_NE(r.output.find("checkpoints go to " + dir + ": " + byte_size(data_bytes) + " a step, a save needs " +
-                          byte_size(2 * data_bytes) + " free while it is written"),
+  EXPECT_NE(run.output.find("checkpoints go to " + dir + ": " + byte_size(data_bytes) + " a step, a save needs " +
+                            byte_size(2 * data_bytes) + " free while it is written"),
             std::string::npos)
-      << r.output;
+      << run.output;
   EXPECT_EQ(checkpoint_step_bytes(load_manifest(ws.manifest()).model), data_bytes);
 }
 
-TEST(CheckpointSafety, AStepHoldsTheResolvedManifestNotAPath) {
-  TinyGptWorkspace ws;
-  const std::string dir = ws.dir() + "/ckpt";
-  const HostRun r = ws.run({"run.steps=1", "checkpoint.every=1", dir_setting(dir)}, 1);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto index = nlohmann::json::parse(read_text(dir + "/step-00000001/index.json"));
+TEST_F(OneSavedStep, AStepHoldsTheResolvedManifestNotAPath) {
+  ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json& config = index["metadata"]["config"];
   EXPECT_EQ(config["model"], run_config_json(load_manifest(ws.manifest()))["model"])
       << "ffn_hidden, layernorm_eps, padded vocab and the rest, as the run resolved them";
