@@ -30,6 +30,8 @@ class CheckpointManager {
 
   // The newest committed step, if any.
   std::optional<int64_t> latest_step();
+  // Every committed step, ascending.
+  std::vector<int64_t> committed_steps() { return store_->list_steps(); }
 
   // Deletes all but the newest `keep` committed steps (checkpoint.keep; 0 keeps every step) and
   // returns the steps it deleted. Called by one rank, after a save.

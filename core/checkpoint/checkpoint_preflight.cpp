@@ -12,12 +12,24 @@ namespace ptdp {
 
 void prepare_checkpoint_folder(const RunConfig& config) {
   const std::string& dir = config.checkpoint.dir;
-  if (dir.empty()) return;
+  const bool elsewhere = resumes_from_elsewhere(config);
+  if (dir.empty() && !elsewhere) return;
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
   const auto& info = registry.load(config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  auto store = create_plugin<CheckpointStore>(info, config.plugins.options.at("checkpoint"), 0, 1);
+  auto make_store = [&] { return create_plugin<CheckpointStore>(info, config.plugins.options.at("checkpoint"), 0, 1); };
+  std::vector<int64_t> source_steps;
+  if (elsewhere) {
+    auto source = make_store();
+    source->open_existing(config.checkpoint.resume_from);
+    source_steps = source->list_steps();
+  }
+  if (dir.empty()) {
+    resume_point(config, {}, source_steps);
+    return;
+  }
+  auto store = make_store();
   store->open(dir);
-  resume_point(config, store->list_steps());
+  resume_point(config, store->list_steps(), source_steps);
   for (const std::string& line : store->discard_unfinished()) spdlog::info("checkpoint: {}", line);
   const uint64_t step = checkpoint_step_bytes(config.model), needed = checkpoint_save_bytes(config.model);
   const uint64_t available = store->available_bytes();

@@ -98,6 +98,8 @@ void read_checkpoint(TableReader r, RunConfig::Checkpoint& checkpoint) {
   r.read("every", checkpoint.every, 0);
   r.read("resume", checkpoint.resume);
   r.read("keep", checkpoint.keep, 0);
+  r.read("resume_from", checkpoint.resume_from);
+  r.read("resume_step", checkpoint.resume_step, 0, kMaxSteps);
   r.finish();
 }
 
@@ -138,6 +140,7 @@ void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path&
   };
   resolve(c.data.path, "data.path");
   resolve(c.checkpoint.dir, "checkpoint.dir");
+  resolve(c.checkpoint.resume_from, "checkpoint.resume_from");
   for (size_t i = 0; i < c.plugins.search_path.size(); ++i)
     resolve(c.plugins.search_path[i], fmt::format("plugins.search_path[{}]", i));
 }

@@ -65,6 +65,8 @@ struct RunConfig {
     int every = 0;
     bool resume = true;               // continue from the newest committed step in dir
     int keep = 0;                     // > 0: after each save, delete all but the newest `keep` steps
+    std::string resume_from;          // another run's checkpoint folder to start from (read only)
+    int64_t resume_step = 0;          // the step of resume_from to start from; 0: its newest
   } checkpoint;
 
   struct Plugins {

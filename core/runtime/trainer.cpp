@@ -132,23 +132,38 @@ class RankTrainer {
 };
 
 int64_t RankTrainer::open_checkpoints() {
-  if (cfg_.checkpoint.dir.empty()) return 0;
+  const bool elsewhere = resumes_from_elsewhere(cfg_);
+  if (cfg_.checkpoint.dir.empty() && !elsewhere) return 0;
   const auto& info = registry_.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
-  store->open(cfg_.checkpoint.dir);
-  CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
-  checkpoints_ = std::make_unique<CheckpointManager>(store, *kernels_, role);
-  const auto resume = resume_point(cfg_, store->list_steps());
+  const CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
+  auto open_manager = [&](const std::string& dir, bool writing) {
+    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
+    if (writing) store->open(dir);
+    else store->open_existing(dir);
+    return std::make_unique<CheckpointManager>(store, *kernels_, role);
+  };
+  std::vector<int64_t> committed, source_steps;
+  if (!cfg_.checkpoint.dir.empty()) {
+    checkpoints_ = open_manager(cfg_.checkpoint.dir, true);
+    committed = checkpoints_->committed_steps();
+  }
+  std::unique_ptr<CheckpointManager> source;
+  if (elsewhere) {
+    source = open_manager(cfg_.checkpoint.resume_from, false);
+    source_steps = source->committed_steps();
+  }
+  const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
-  checkpoints_->load(*resume, params_);
-  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", cfg_.checkpoint.dir, *resume);
-  const nlohmann::json saved = nlohmann::json::parse(checkpoints_->metadata(*resume), nullptr, false);
+  CheckpointManager& from = source ? *source : *checkpoints_;
+  from.load(resume->step, params_);
+  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
+  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
-  ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, *resume);
+  ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
   schedule_ = resumed.schedule;
   if (id_.rank == 0)
     for (const std::string& change : resumed.changes) spdlog::warn("resume: {}", change);
-  return *resume;
+  return resume->step;
 }
 
 void RankTrainer::save_checkpoint(int64_t completed_steps) {

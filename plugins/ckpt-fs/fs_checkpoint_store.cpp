@@ -112,21 +112,39 @@ const fs::path& FsCheckpointStore::root() const {
 }
 
 void FsCheckpointStore::open(const std::string& root) {
-  if (root.empty()) throw Error("ckpt-fs: the checkpoint folder name is empty");
-  std::error_code ec;
-  fs::path dir = fs::absolute(root, ec).lexically_normal();
-  if (ec) throw Error("ckpt-fs: cannot resolve checkpoint folder " + root + ": " + ec.message());
+  const fs::path dir = absolute_folder(root);
   make_folder(dir);
+  std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error("ckpt-fs: " + dir.string() + " is not a folder");
   // Found now rather than at the first save, hours into the run. Permission bits alone do not
-  // tell (root, read-only mounts, ACLs): only creating a file does.
-  // mkstemp picks a fresh name, so ranks (or threads) opening the folder at once never collide.
+  // tell (root, read-only mounts, ACLs): only creating a file does. mkostemp picks a fresh
+  // name, so ranks (or threads) opening the folder at once never collide.
   std::string probe = (dir / (std::string(kWriteProbe) + "-XXXXXX")).string();
   const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
   if (fd < 0)
     throw Error("ckpt-fs: cannot write in checkpoint folder " + dir.string() + ": " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
+  use_root(dir);
+}
+
+void FsCheckpointStore::open_existing(const std::string& root) {
+  const fs::path dir = absolute_folder(root);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error("ckpt-fs: " + dir.string() + (fs::exists(dir, ec) ? " is not a folder" : ": no such checkpoint folder"));
+  use_root(dir);
+}
+
+fs::path FsCheckpointStore::absolute_folder(const std::string& root) {
+  if (root.empty()) throw Error("ckpt-fs: the checkpoint folder name is empty");
+  std::error_code ec;
+  fs::path dir = fs::absolute(root, ec).lexically_normal();
+  if (ec) throw Error("ckpt-fs: cannot resolve checkpoint folder " + root + ": " + ec.message());
+  return dir;
+}
+
+void FsCheckpointStore::use_root(const fs::path& dir) {
   root_ = dir;
   pending_.clear();
   indexes_.clear();

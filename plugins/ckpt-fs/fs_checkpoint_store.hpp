@@ -47,6 +47,7 @@ class FsCheckpointStore final : public CheckpointStore {
   std::string metadata(int64_t step) override;
   std::vector<ShardInfo> shards(int64_t step) override;
   void read(int64_t step, const ShardInfo& want, void* host_data) override;
+  void open_existing(const std::string& root) override;
   void remove_step(int64_t step) override;
   std::vector<std::string> discard_unfinished() override;
   uint64_t available_bytes() override;
@@ -70,6 +71,8 @@ class FsCheckpointStore final : public CheckpointStore {
   };
 
   const std::filesystem::path& root() const;
+  static std::filesystem::path absolute_folder(const std::string& root);
+  void use_root(const std::filesystem::path& dir);
   std::filesystem::path staging_dir(int64_t step) const { return root() / staging_folder_name(step); }
   std::filesystem::path step_dir(int64_t step) const { return root() / step_folder_name(step); }
   PendingRank& start_rank(int64_t step, int rank);

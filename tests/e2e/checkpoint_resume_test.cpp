@@ -70,5 +70,24 @@ TEST(CheckpointResume, ALongerRunContinuesTheSavedDecayAndSaysSo) {
   EXPECT_NE(longer.output.find("the decay keeps the 4 steps it was saved with"), std::string::npos) << longer.output;
 }
 
+TEST(CheckpointResume, AChosenStepOfAnotherRunStartsANewLineInAnEmptyFolder) {
+  TinyGptWorkspace ws;
+  const std::string first_dir = ws.dir() + "/ckpt-first", branch_dir = ws.dir() + "/ckpt-branch";
+  const HostRun first = ws.run({"run.steps=4", "checkpoint.every=2", "checkpoint.dir=\"" + first_dir + "\""}, 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(first.losses.size(), 4u);
+  const HostRun branch = ws.run({"run.steps=4", "checkpoint.every=2", "checkpoint.dir=\"" + branch_dir + "\"",
+                                 "checkpoint.resume_from=\"" + first_dir + "\"", "checkpoint.resume_step=2"},
+                                1);
+  ASSERT_EQ(branch.exit_code, 0) << branch.output;
+  EXPECT_NE(branch.output.find("resumed from " + first_dir + " at step 2"), std::string::npos) << branch.output;
+  ASSERT_EQ(branch.losses.size(), 2u) << "steps 3 and 4 only:\n" << branch.output;
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(branch.losses[i], first.losses[i + 2], 1e-5 * std::abs(first.losses[i + 2])) << "step " << i + 3;
+  EXPECT_EQ(folder_names(first_dir), (std::vector<std::string>{"step-00000002", "step-00000004"}))
+      << "the run it started from is untouched";
+  EXPECT_EQ(folder_names(branch_dir), std::vector<std::string>{"step-00000004"});
+}
+
 }  // namespace
 }  // namespace ptdp::test

@@ -39,6 +39,9 @@ class CheckpointStore {
   // another. Throws ptdp::Error naming the file and the reason on any corruption or mismatch.
   virtual void read(int64_t step, const ShardInfo& want, void* host_data) = 0;
 
+  // Since ABI 1.1. Opens a folder (or URI) that must already exist, to read its steps only:
+  // nothing is created or written, so it serves folders the caller may not write in.
+  virtual void open_existing(const std::string& root) = 0;
   // Since ABI 1.1. Deletes a committed step (checkpoint.keep): the step stops being listed at
   // once, atomically, before its data goes, so a crash half way never leaves a damaged step.
   virtual void remove_step(int64_t step) = 0;

@@ -1,5 +1,5 @@
 // What a run needs of its folder besides writing steps: refusing a folder it cannot write in at
-// open(), deleting old steps (checkpoint.keep) without ever listing a half-deleted one, clearing
+// open(), reading another run's folder without touching it (open_existing), deleting old steps (checkpoint.keep) without ever listing a half-deleted one, clearing
 // what interrupted saves left, and saying how much space is free.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -30,6 +30,20 @@ TEST_F(FsStoreRetentionTest, OpenRefusesAFolderItCannotWriteIn) {
   EXPECT_THAT(error_of([&] { other.open("/proc"); }), HasSubstr("ckpt-fs: cannot write in checkpoint folder /proc: "));
   // And open() leaves nothing of its probe behind in a folder it can write in.
   EXPECT_TRUE(fs::is_empty(root()));
+}
+
+TEST_F(FsStoreRetentionTest, OpenExistingReadsWithoutCreatingOrWritingAnything) {
+  save_layout(store, 3, "w", shape, values, split(shape, 0, 2));
+  const auto before = fs::last_write_time(root());
+  FsCheckpointStore reader{FsCheckpointStore::Options{}};
+  reader.open_existing(root().string());
+  EXPECT_EQ(reader.list_steps(), std::vector<int64_t>{3});
+  EXPECT_EQ(read_part(reader, 3, "w", shape, {{0, 0}, shape}), values);
+  EXPECT_EQ(fs::last_write_time(root()), before) << "the folder was written to";
+  const fs::path missing = root() / "no-such-run";
+  EXPECT_THAT(error_of([&] { reader.open_existing(missing.string()); }),
+              HasSubstr("ckpt-fs: " + missing.string() + ": no such checkpoint folder"));
+  EXPECT_FALSE(fs::exists(missing));
 }
 
 TEST_F(FsStoreRetentionTest, RemoveStepUnlistsItAndDeletesItsFiles) {
