@@ -15,7 +15,7 @@
 #include "launch/rendezvous_secret.hpp"
 #include "launch/store_protocol.hpp"
 #include "launch/tcp_store.hpp"
-#include "error_message.hpp"
+#include "support/error_message.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp {

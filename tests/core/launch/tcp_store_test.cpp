@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "launch/socket_io.hpp"
-#include "error_message.hpp"
+#include "support/error_message.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp {

@@ -1,5 +1,5 @@
 #pragma once
-// The message of the ptdp::Error a call throws, for the launch suites' refusal checks.
+// The message of the ptdp::Error a call throws, for tests of refusals.
 #include <string>
 
 #include "ptdp/error.hpp"
