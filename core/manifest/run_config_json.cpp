@@ -11,7 +11,25 @@ nlohmann::json table_json(const toml::table& table) {
   return nlohmann::json::parse(text.str());
 }
 
+// One table and its sub-tables; JSON scalars and arrays of strings are TOML values as written.
+std::string toml_table(const nlohmann::json& table, const std::string& name) {
+  std::string out = "[" + name + "]\n", nested;
+  for (const auto& [key, value] : table.items()) {
+    if (value.is_object()) nested += toml_table(value, name + "." + key);
+    else out += key + " = " + value.dump() + "\n";
+  }
+  return out + nested;
+}
+
 }  // namespace
+
+std::string manifest_text(const nlohmann::json& resolved) {
+  nlohmann::json keys = resolved;
+  if (keys.contains("model")) keys["model"].erase("padded_vocab");
+  std::string text;
+  for (const auto& [table, values] : keys.items()) text += toml_table(values, table) + "\n";
+  return text;
+}
 
 nlohmann::json run_config_json(const RunConfig& c) {
   nlohmann::json options = nlohmann::json::object();

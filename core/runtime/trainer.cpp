@@ -329,6 +329,15 @@ TrainOutcome RankTrainer::run() {
     metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
   std::vector<Tensor> grads;
   for (const auto& param : params_) grads.push_back(param.grad);
+  // Mean loss over global batches 0 .. batches-1 of `loader`, forward only.
+  auto forward_loss = [&](const MicrobatchLoader& loader, int batches) {
+    double total = 0;
+    for (int k = 0; k < batches; ++k) {
+      executor.run(validation_stream, k, loader, losses.view, 0.0f, false, timeline);
+      total += step_loss(losses.view, m);
+    }
+    return total / batches;
+  };
 
   const auto start = std::chrono::steady_clock::now();
   const bool tracing = !options_.trace_path.empty();
@@ -384,14 +393,7 @@ TrainOutcome RankTrainer::run() {
     sm.step_time_s = step_s;
     sm.elapsed_s = elapsed;
     const bool validate = cfg_.data.val_every > 0 && ((step + 1) % cfg_.data.val_every == 0 || step + 1 == cfg_.run.steps);
-    if (validate) {
-      double total = 0;
-      for (int k = 0; k < cfg_.data.val_batches; ++k) {
-        executor.run(validation_stream, k, validation_loader, losses.view, 0.0f, false, timeline);
-        total += step_loss(losses.view, m);
-      }
-      sm.val_loss = total / cfg_.data.val_batches;
-    }
+    if (validate) sm.val_loss = forward_loss(validation_loader, cfg_.data.val_batches);
     if (id_.rank == 0) {
       if (metrics) metrics->write(sm);
       if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
@@ -413,6 +415,14 @@ TrainOutcome RankTrainer::run() {
       world_->barrier();
       return TrainOutcome::StoppedBySignal;
     }
+  }
+  if (options_.eval_batches > 0) {
+    // The whole file, not a split of it: what `ptdp-host eval` measures.
+    const BatchSampler whole(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, 0.0);
+    const double loss = forward_loss(loader_for(whole), options_.eval_batches);
+    if (id_.rank == 0)
+      spdlog::info("eval {} | loss {:.4f} | perplexity {:.3f} | {} batches of {} tokens", cfg_.data.path, loss,
+                   std::exp(loss), options_.eval_batches, tokens_per_step);
   }
   world_->barrier();
   return TrainOutcome::Finished;

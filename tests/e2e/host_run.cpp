@@ -68,19 +68,25 @@ TinyGptWorkspace::~TinyGptWorkspace() {
   fs::remove_all(dir_, ec);
 }
 
-HostRun TinyGptWorkspace::run(const std::vector<std::string>& sets, int nproc, const std::string& extra_args) const {
-  static int counter = 0;
-  const std::string metrics = dir_ + "/metrics-" + std::to_string(counter++) + ".jsonl";
-  std::ostringstream cmd;
-  cmd << PTDP_TEST_HOST << " run " << manifest_ << " --nproc " << nproc << " --metrics " << metrics;
-  for (const auto& s : sets) cmd << " --set " << s;
-  cmd << " " << extra_args << " 2>&1";
+HostRun run_host_command(const std::string& args) {
+  const std::string cmd = std::string(PTDP_TEST_HOST) + " " + args + " 2>&1";
   HostRun result;
-  FILE* pipe = popen(cmd.str().c_str(), "r");
+  FILE* pipe = popen(cmd.c_str(), "r");
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof buf, pipe)) result.output.append(buf, n);
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+HostRun TinyGptWorkspace::run(const std::vector<std::string>& sets, int nproc, const std::string& extra_args) const {
+  static int counter = 0;
+  const std::string metrics = dir_ + "/metrics-" + std::to_string(counter++) + ".jsonl";
+  std::ostringstream args;
+  args << "run " << manifest_ << " --nproc " << nproc << " --metrics " << metrics;
+  for (const auto& s : sets) args << " --set " << s;
+  args << " " << extra_args;
+  HostRun result = run_host_command(args.str());
   std::ifstream in(metrics);
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) {

@@ -52,6 +52,9 @@ class BackgroundRun {
   bool reaped_ = false;
 };
 
+// `ptdp-host ARGS` (any subcommand), with its exit code and output.
+HostRun run_host_command(const std::string& args);
+
 // Non-empty lines of a file (0 when it does not exist).
 int count_lines(const std::string& path);
 
