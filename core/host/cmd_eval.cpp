@@ -12,9 +12,8 @@
 #include "manifest/manifest_loader.hpp"
 #include "manifest/run_config_json.hpp"
 #include "manifest_plugins.hpp"
-#include "plugin/plugin_factory.hpp"
-#include "plugin/plugin_registry.hpp"
 #include "runtime/trainer.hpp"
+#include "stored_step.hpp"
 
 namespace ptdp::host {
 namespace {
@@ -29,26 +28,10 @@ struct EvalArgs {
   std::vector<std::string> sets;
 };
 
-// The metadata stored with `step` of the folder (its newest when 0), and that step.
-std::pair<nlohmann::json, int64_t> stored_metadata(const EvalArgs& args) {
-  PluginRegistry registry(PluginRegistry::default_search_path());
-  auto store = create_plugin<CheckpointStore>(registry.load(args.store, PluginKind::CheckpointStore, "checkpoint"),
-                                              toml::table{}, 0, 1);
-  store->open_existing(args.checkpoint);
-  const std::vector<int64_t> steps = store->list_steps();
-  if (steps.empty()) throw Error(fmt::format("{}: no committed step to evaluate", args.checkpoint));
-  const int64_t step = args.step > 0 ? args.step : steps.back();
-  if (!std::binary_search(steps.begin(), steps.end(), step))
-    throw Error(fmt::format("{}: no step {} (committed steps: {})", args.checkpoint, step, step_list(steps)));
-  const nlohmann::json metadata = nlohmann::json::parse(store->metadata(step), nullptr, false);
-  if (!metadata.is_object() || !metadata.contains("config"))
-    throw Error(fmt::format("{}: step {} holds no resolved manifest (saved by an older ptdp); eval needs one",
-                            args.checkpoint, step));
-  return {metadata, step};
-}
-
 int eval_command(const EvalArgs& args) {
-  const auto [metadata, step] = stored_metadata(args);
+  const StoredStep stored = open_stored_step(args.checkpoint, args.step, args.store);
+  const int64_t step = stored.step;
+  const nlohmann::json& metadata = stored.metadata;
   const nlohmann::json& config_json = metadata["config"];
   // One process on the CPU, forward only from `step`; --set may change any of it.
   std::vector<std::string> overrides = {

@@ -421,7 +421,7 @@ TrainOutcome RankTrainer::run() {
     const BatchSampler whole(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, 0.0);
     const double loss = forward_loss(loader_for(whole), options_.eval_batches);
     if (id_.rank == 0)
-      spdlog::info("eval {} | loss {:.4f} | perplexity {:.3f} | {} batches of {} tokens", cfg_.data.path, loss,
+      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", cfg_.data.path, loss,
                    std::exp(loss), options_.eval_batches, tokens_per_step);
   }
   world_->barrier();

@@ -68,8 +68,10 @@ TinyGptWorkspace::~TinyGptWorkspace() {
   fs::remove_all(dir_, ec);
 }
 
-HostRun run_host_command(const std::string& args) {
-  const std::string cmd = std::string(PTDP_TEST_HOST) + " " + args + " 2>&1";
+HostRun run_host_command(const std::string& args) { return run_shell(std::string(PTDP_TEST_HOST) + " " + args); }
+
+HostRun run_shell(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   HostRun result;
   FILE* pipe = popen(cmd.c_str(), "r");
   char buf[4096];

@@ -52,7 +52,9 @@ class BackgroundRun {
   bool reaped_ = false;
 };
 
-// `ptdp-host ARGS` (any subcommand), with its exit code and output.
+// A shell command line, with its exit code and its output (stdout and stderr).
+HostRun run_shell(const std::string& command);
+// `ptdp-host ARGS` (any subcommand).
 HostRun run_host_command(const std::string& args);
 
 // Non-empty lines of a file (0 when it does not exist).
