@@ -11,10 +11,10 @@
 
 namespace ptdp {
 
-void write_safetensors(const std::string& path, const std::vector<HfTensor>& tensors) {
+void write_safetensors(const std::string& path, const std::vector<NamedF32Tensor>& tensors) {
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
   uint64_t offset = 0;
-  for (const HfTensor& t : tensors) {
+  for (const NamedF32Tensor& t : tensors) {
     const uint64_t bytes = t.values.size() * sizeof(float);
     header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -27,7 +27,7 @@ void write_safetensors(const std::string& path, const std::vector<HfTensor>& ten
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(&length), sizeof length);  // little-endian hosts only
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const HfTensor& t : tensors)
+    for (const NamedF32Tensor& t : tensors)
       out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * 4));
     out.close();
     if (!out) throw Error(path + ": cannot write: " + std::strerror(errno));

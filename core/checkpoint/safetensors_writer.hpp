@@ -6,10 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/hf_gpt2_layout.hpp"
+#include <cstdint>
 
 namespace ptdp {
 
-void write_safetensors(const std::string& path, const std::vector<HfTensor>& tensors);
+struct NamedF32Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;  // row-major
+};
+
+void write_safetensors(const std::string& path, const std::vector<NamedF32Tensor>& tensors);
 
 }  // namespace ptdp

@@ -31,15 +31,15 @@ void export_hf(const ExportArgs& args) {
   const StoredStep stored = open_stored_step(args.checkpoint, args.step, args.store);
   const std::string source = fmt::format("{} step {}", args.checkpoint, stored.step);
   const RunConfig config = load_manifest_string(manifest_text(stored.metadata["config"]), source);
-  auto read = [&](const std::string& name, const std::vector<int64_t>& shape) {
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    std::vector<float> values(static_cast<size_t>(count));
-    stored.store->read(stored.step, ShardInfo{name, DType::F32, shape, std::vector<int64_t>(shape.size(), 0), shape},
+  std::vector<NamedF32Tensor> tensors;
+  for (const HfGpt2Tensor& t : hf_gpt2_tensors(config.model)) {
+    std::vector<float> values(static_cast<size_t>(t.ptdp_elements()));
+    stored.store->read(stored.step,
+                       ShardInfo{t.ptdp_name, DType::F32, t.ptdp_shape, std::vector<int64_t>(t.ptdp_shape.size(), 0),
+                                 t.ptdp_shape},
                        values.data());
-    return values;
-  };
-  const std::vector<HfTensor> tensors = hf_gpt2_tensors(config.model, read);
+    tensors.push_back({t.hf_name, t.hf_shape, t.to_hf(values)});
+  }
   std::error_code ec;
   fs::create_directories(args.out_dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create folder: {}", args.out_dir, ec.message()));
