@@ -4,6 +4,8 @@
 // whatever layout trained it, since the checkpoint loads into any layout.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -40,7 +42,7 @@ int eval_command(const EvalArgs& args) {
       "plugins.scheduler=sched-1f1b", "precision.params=fp32", "checkpoint.dir=\"\"", "checkpoint.every=0",
       "checkpoint.keep=0", "data.val_every=0", "data.val_fraction=0.0",
       fmt::format("checkpoint.resume_from={}", nlohmann::json(args.checkpoint).dump()),
-      fmt::format("checkpoint.resume_step={}", step), fmt::format("run.steps={}", step),
+      fmt::format("checkpoint.resume_step={}", step), fmt::format("run.steps={}", std::max<int64_t>(step, 1)),
       fmt::format("data.path={}", nlohmann::json(args.data).dump()),
       fmt::format("data.format={}", nlohmann::json(args.format).dump())};
   // Trains nothing: the schedule only has to match the saved one, so no change is reported.

@@ -345,7 +345,9 @@ TrainOutcome RankTrainer::run() {
   const int64_t trace_begin = first_step + (cfg_.run.steps - first_step > 1 ? 1 : 0);
   const int64_t trace_end = std::min<int64_t>(cfg_.run.steps, trace_begin + options_.trace_steps);
   std::optional<int64_t> unverified_save;  // a step due to be saved, once the next one shows it sound
-  for (int64_t step = first_step; step < cfg_.run.steps; ++step) {
+  // With eval_batches the run only evaluates the model it loaded.
+  const int64_t end_step = options_.eval_batches > 0 ? first_step : cfg_.run.steps;
+  for (int64_t step = first_step; step < end_step; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
     timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
     for (const Tensor& g : grads) kernels_->fill_zero(g);

@@ -12,7 +12,7 @@ struct TrainOptions {
   std::string metrics_path;  // --metrics FILE.jsonl (rank 0 writes it)
   std::string trace_path;    // --trace FILE.json (every rank's real timeline, merged by rank 0)
   int trace_steps = 2;       // steps recorded after the first (warm-up) step
-  int eval_batches = 0;      // > 0: after the last step, the mean loss of this many global batches of data.path
+  int eval_batches = 0;      // > 0: train nothing; log the mean loss of this many global batches of data.path
 };
 
 enum class TrainOutcome {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -41,6 +42,46 @@ TEST(ExportHf, TheExportedModelGivesPtdpsLossOnTheSameTokens) {
   const double hf_loss = std::atof(hf_output.c_str());
   ASSERT_GT(hf_loss, 0) << hf_output;
   EXPECT_NEAR(hf_loss, ptdp_loss, 1e-4 * ptdp_loss) << hf_output;
+}
+
+std::string eval_loss(const std::string& dir, const std::string& tokens) {
+  const HostRun r = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
+  std::smatch m;
+  return std::regex_search(r.output, m, std::regex(R"(loss ([0-9.]+))")) ? m[1].str() : "no loss: " + r.output;
+}
+
+TEST(ImportHf, AnExportedModelImportsBackAsStepZeroAndARunStartsFromIt) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf", imported = ws.dir() + "/imported";
+  const std::string tokens = ws.dir() + "/sequence.txt";
+  std::ofstream(tokens) << "the quick brown f";
+  const HostRun trained = ws.run({"run.steps=3", "checkpoint.every=3", "parallel.tensor=2",
+                                  "checkpoint.dir=\"" + dir + "\""},
+                                 2);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
+  const HostRun in = run_host_command("import hf " + hf + " " + ws.manifest() + " --set checkpoint.dir=\"" +
+                                      imported + "\"");
+  ASSERT_EQ(in.exit_code, 0) << in.output;
+  EXPECT_EQ(folder_names(imported), std::vector<std::string>{"step-00000000"});
+  EXPECT_EQ(eval_loss(imported, tokens), eval_loss(dir, tokens)) << "the same weights, so the same loss";
+  // A run under another layout starts from the imported weights.
+  const HostRun run = ws.run({"run.steps=2", "parallel.pipeline=2", "checkpoint.dir=\"" + imported + "\""}, 2);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("resumed from " + imported + " at step 0"), std::string::npos) << run.output;
+  EXPECT_EQ(run.losses.size(), 2u);
+}
+
+TEST(ImportHf, AFolderOfAnotherModelIsRefusedNamingTheDimension) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf";
+  ASSERT_EQ(ws.run({"run.steps=1", "checkpoint.every=1", "checkpoint.dir=\"" + dir + "\""}, 1).exit_code, 0);
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
+  const HostRun r = run_host_command("import hf " + hf + " " + ws.manifest() + " --set model.hidden=64" +
+                                     " --set checkpoint.dir=\"" + ws.dir() + "/other\"");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("n_embd is 32, model.hidden is 64"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/other/step-00000000"));
 }
 
 TEST(ExportHf, AStepTheFolderLacksIsRefused) {
