@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
-# the Debian packages ptdp builds against, the cudnn-frontend headers for the flash-attention
-# path (when pip is available), then configure and build. With --deps-only it stops before the
+# the Debian packages ptdp builds against; on machines with CUDA, the cudnn-frontend headers for
+# the flash-attention path and the CUDA-enabled UCX of the libucx-cu13 wheel (from pip); then
+# configure and build. With --deps-only it stops before the
 # build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,16 @@ with zipfile.ZipFile(whl) as z:
 PY
     else
       echo "setup: nvidia-cudnn-frontend not available from pip; the flash-attention path will be skipped"
+    fi
+  fi
+  # Debian's UCX has no CUDA transports; PyPI's libucx-cu13 wheel is UCX built with cuda_copy and
+  # cuda_ipc, so comm-ucx can move CUDA memory (and several ranks can share one GPU).
+  if [ ! -f .deps/ucx/libucx/lib/cmake/ucx/ucx-config.cmake ]; then
+    if python3 -m pip download --quiet --no-deps --only-binary=:all: "libucx-cu13==1.22.*" -d .deps/wheels >/dev/null 2>&1; then
+      rm -rf .deps/ucx && mkdir -p .deps/ucx
+      python3 -m zipfile -e "$(ls .deps/wheels/libucx_cu13-*.whl | tail -1)" .deps/ucx
+    else
+      echo "setup: libucx-cu13 not available from pip; comm-ucx will move host memory only"
     fi
   fi
 fi

@@ -15,6 +15,7 @@
 #include "command_registry.hpp"
 #include "metrics/loss_curve_svg.hpp"
 #include "metrics/metrics_reader.hpp"
+#include "metrics/run_header.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp::host {
@@ -36,12 +37,20 @@ std::vector<std::string> legend_labels(const std::vector<std::string>& paths) {
   return distinct.size() == names.size() ? names : paths;
 }
 
+// " (p2 t2 d2 v2)" from the log's header record, so that runs of one manifest under different
+// layouts can be told apart; nothing for a log without a header.
+std::string layout_label(const std::string& path) {
+  const auto header = read_run_header(path);
+  if (!header) return "";
+  return fmt::format(" (p{} t{} d{} v{})", header->pipeline, header->tensor, header->data, header->virtual_stages);
+}
+
 void plot(const PlotOptions& options) {
   std::vector<LossCurve> curves;
   const auto labels = legend_labels(options.metrics);
   int64_t steps = 0;
   for (size_t i = 0; i < options.metrics.size(); ++i) {
-    LossCurve curve{labels[i], read_metrics_log(options.metrics[i])};
+    LossCurve curve{labels[i] + layout_label(options.metrics[i]), read_metrics_log(options.metrics[i])};
     if (curve.steps.empty()) throw Error(options.metrics[i] + ": no steps in the metrics log");
     steps += static_cast<int64_t>(curve.steps.size());
     curves.push_back(std::move(curve));

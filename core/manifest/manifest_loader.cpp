@@ -126,6 +126,7 @@ void read_launch(TableReader r, RunConfig::Launch& launch) {
   r.read("master_addr", launch.master_addr);
   r.read("master_port", launch.master_port, 0, 65535);
   r.read("timeout_s", launch.timeout_s, FloatRange::up_to(0, kMaxTimeoutSeconds));
+  r.read("ranks_per_gpu", launch.ranks_per_gpu, 1, 1024);
   r.finish();
 }
 
@@ -145,34 +146,13 @@ void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path&
     resolve(c.plugins.search_path[i], fmt::format("plugins.search_path[{}]", i));
 }
 
-// A manifest is a few kilobytes; anything this large is not one (/dev/zero, a data file named by
-// mistake), and reading it whole would take the machine's memory.
-constexpr size_t kMaxManifestBytes = 4 << 20;
-
-std::string read_manifest_text(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read manifest: " + std::strerror(EISDIR));
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw ManifestError(path + ": cannot read manifest: " + std::strerror(errno));
-  std::string text(kMaxManifestBytes + 1, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (file.bad()) throw ManifestError(path + ": cannot read manifest: " + std::strerror(errno));
-  text.resize(static_cast<size_t>(file.gcount()));
-  if (text.size() > kMaxManifestBytes)
-    throw ManifestError(fmt::format("{}: not a manifest: more than {} MiB (a manifest is a few kilobytes of TOML)",
-                                    path, kMaxManifestBytes >> 20));
-  return text;
-}
+// A manifest (or a cluster file) is a few kilobytes; anything this large is not one (/dev/zero, a
+// data file named by mistake), and reading it whole would take the machine's memory.
+constexpr size_t kMaxConfigBytes = 4 << 20;
 
 RunConfig load(std::string_view text, const std::string& source, const fs::path& manifest_dir,
                const std::vector<std::string>& overrides) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    throw ManifestError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
-                                    e.description()));
-  }
+  toml::table root = parse_config_text(text, source);
   ManifestLocator locator(source, root);
   for (const std::string& assignment : overrides) locator.add_override(apply_override(root, assignment), assignment);
 
@@ -207,8 +187,32 @@ RunConfig load(std::string_view text, const std::string& source, const fs::path&
 
 }  // namespace
 
+std::string read_config_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(EISDIR));
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
+  std::string text(kMaxConfigBytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (file.bad()) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
+  text.resize(static_cast<size_t>(file.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ManifestError(fmt::format("{}: not a {}: more than {} MiB (a {} is a few kilobytes of TOML)", path, what,
+                                    kMaxConfigBytes >> 20, what));
+  return text;
+}
+
+toml::table parse_config_text(std::string_view text, const std::string& source) {
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw ManifestError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
+                                    e.description()));
+  }
+}
+
 RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides) {
-  return load(read_manifest_text(path), path, fs::absolute(path).parent_path(), overrides);
+  return load(read_config_file(path, "manifest"), path, fs::absolute(path).parent_path(), overrides);
 }
 
 RunConfig load_manifest_string(std::string_view text, const std::string& source_name,

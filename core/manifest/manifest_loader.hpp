@@ -26,6 +26,12 @@ RunConfig load_manifest(const std::string& path, const std::vector<std::string>&
 RunConfig load_manifest_string(std::string_view text, const std::string& source_name,
                                const std::vector<std::string>& overrides = {});
 
+// The parts of loading that other TOML inputs (cluster files) share, so their errors read alike:
+// the file's text, or ManifestError "PATH: cannot read WHAT: reason"; the parsed document, or
+// ManifestError "SOURCE:LINE:COL: reason".
+std::string read_config_file(const std::string& path, const std::string& what);
+toml::table parse_config_text(std::string_view text, const std::string& source);
+
 // Checks that the layout fits the world the process actually runs in (e.g. the size an external
 // launcher such as mpirun or srun reports), which can differ from the manifest's launch table.
 void check_world_size(const RunConfig& config, int world_size);

@@ -87,6 +87,7 @@ struct RunConfig {
     int master_port = 0;              // 0: pick a free port
     double timeout_s = 60.0;          // any blocking wait (rendezvous, collective) fails after this
     int nnodes = 1;
+    int ranks_per_gpu = 1;            // > 1: that many consecutive local ranks share one GPU
     int world_size() const { return nproc_per_node * nnodes; }
   } launch;
 

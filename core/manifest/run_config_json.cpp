@@ -3,12 +3,15 @@
 #include <sstream>
 
 namespace ptdp {
+
 namespace {
 
-nlohmann::json table_json(const toml::table& table) {
+// Plugin options are free-form TOML tables (each plugin's schema says what they hold); toml++
+// writes them as JSON text, which nlohmann reads back.
+nlohmann::ordered_json toml_table_json(const toml::table& table) {
   std::ostringstream text;
   text << toml::json_formatter{table};
-  return nlohmann::json::parse(text.str());
+  return nlohmann::ordered_json::parse(text.str());
 }
 
 // One table and its sub-tables; JSON scalars and arrays of strings are TOML values as written.
@@ -31,25 +34,26 @@ std::string manifest_text(const nlohmann::json& resolved) {
   return text;
 }
 
-nlohmann::json run_config_json(const RunConfig& c) {
-  nlohmann::json options = nlohmann::json::object();
-  for (const auto& [slot, table] : c.plugins.options) options[slot] = table_json(table);
+nlohmann::ordered_json run_config_json(const RunConfig& c) {
+  nlohmann::ordered_json options = nlohmann::ordered_json::object();
+  for (const auto& [slot, table] : c.plugins.options) options[slot] = toml_table_json(table);
   return {
       {"run", {{"name", c.run.name}, {"steps", c.run.steps}, {"seed", c.run.seed}, {"log_every", c.run.log_every}}},
       {"model",
-       {{"layers", c.model.layers}, {"hidden", c.model.hidden}, {"heads", c.model.heads}, {"seq_len", c.model.seq_len},
-        {"vocab", c.model.vocab}, {"padded_vocab", c.model.padded_vocab}, {"ffn_hidden", c.model.ffn_hidden},
-        {"dropout", c.model.dropout}, {"layernorm_eps", c.model.layernorm_eps}}},
+       {{"layers", c.model.layers}, {"hidden", c.model.hidden}, {"heads", c.model.heads},
+        {"seq_len", c.model.seq_len}, {"vocab", c.model.vocab}, {"padded_vocab", c.model.padded_vocab},
+        {"ffn_hidden", c.model.ffn_hidden}, {"dropout", c.model.dropout}, {"layernorm_eps", c.model.layernorm_eps}}},
       {"parallel",
        {{"tensor", c.parallel.tensor}, {"pipeline", c.parallel.pipeline}, {"data", c.parallel.data},
         {"virtual_stages", c.parallel.virtual_stages}, {"micro_batch", c.parallel.micro_batch},
         {"global_batch", c.parallel.global_batch}, {"scatter_gather", c.parallel.scatter_gather},
         {"recompute", c.parallel.recompute}, {"recompute_every", c.parallel.recompute_every}}},
       {"optimizer",
-       {{"type", c.optimizer.type}, {"lr", c.optimizer.lr}, {"min_lr", c.optimizer.min_lr}, {"beta1", c.optimizer.beta1},
-        {"beta2", c.optimizer.beta2}, {"eps", c.optimizer.eps}, {"weight_decay", c.optimizer.weight_decay},
-        {"grad_clip", c.optimizer.grad_clip}, {"warmup_steps", c.optimizer.warmup_steps},
-        {"decay_steps", c.optimizer.decay_steps}, {"decay", c.optimizer.decay}}},
+       {{"type", c.optimizer.type}, {"lr", c.optimizer.lr}, {"min_lr", c.optimizer.min_lr},
+        {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2}, {"eps", c.optimizer.eps},
+        {"weight_decay", c.optimizer.weight_decay}, {"grad_clip", c.optimizer.grad_clip},
+        {"warmup_steps", c.optimizer.warmup_steps}, {"decay_steps", c.optimizer.decay_steps},
+        {"decay", c.optimizer.decay}}},
       {"precision", {{"params", c.precision.params}}},
       {"data",
        {{"path", c.data.path}, {"format", c.data.format}, {"val_fraction", c.data.val_fraction},
@@ -62,8 +66,9 @@ nlohmann::json run_config_json(const RunConfig& c) {
        {{"comm", c.plugins.comm}, {"kernels", c.plugins.kernels}, {"scheduler", c.plugins.scheduler},
         {"checkpoint", c.plugins.checkpoint}, {"search_path", c.plugins.search_path}, {"options", options}}},
       {"launch",
-       {{"nproc_per_node", c.launch.nproc_per_node}, {"nnodes", c.launch.nnodes}, {"master_addr", c.launch.master_addr},
-        {"master_port", c.launch.master_port}, {"timeout_s", c.launch.timeout_s}}},
+       {{"nproc_per_node", c.launch.nproc_per_node}, {"master_addr", c.launch.master_addr},
+        {"master_port", c.launch.master_port}, {"timeout_s", c.launch.timeout_s}, {"nnodes", c.launch.nnodes},
+        {"ranks_per_gpu", c.launch.ranks_per_gpu}}},
   };
 }
 

@@ -1,8 +1,7 @@
 #pragma once
-// A RunConfig as JSON, every key resolved (defaults filled, overrides applied, paths absolute,
-// the padded vocabulary and ffn_hidden computed), in the manifest's own table and key names.
-// A checkpoint stores it, so the step says exactly what model and run made it, on its own,
-// without the manifest file it came from.
+// A RunConfig as JSON, every key as the loader resolved it (defaults filled in, --set applied,
+// paths made absolute): what a run really ran with, for the metrics header, A/B reports and the
+// checkpoint, which stores it so that a step says on its own what model and run made it.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +10,9 @@
 
 namespace ptdp {
 
-nlohmann::json run_config_json(const RunConfig& config);
+// One object per manifest table ("run", "model", "parallel", ...), keyed as in docs/manifest.md.
+// `source` and the loader's notes are left out: they say where a run came from, not what it ran.
+nlohmann::ordered_json run_config_json(const RunConfig& config);
 
 // The manifest text run_config_json() describes (derived values such as padded_vocab left out),
 // so a stored configuration is read back through the same loader and checks as a file.

@@ -1,4 +1,6 @@
 #include "metrics/loss_curve_svg.hpp"
+#include "metrics/plot_axis.hpp"
+#include "metrics/plot_colours.hpp"
 #include "svg_text.hpp"
 
 #include <fmt/format.h>
@@ -14,55 +16,11 @@ namespace {
 constexpr double kWidth = 800, kHeight = 500;
 constexpr double kLeft = 72, kRight = kWidth - 24, kTop = 48, kBottom = kHeight - 56;
 
-// Tableau 10: distinct from one another and readable on white.
-constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-// An axis with ticks at multiples of a round spacing (1, 2 or 5 times a power of ten).
-struct Axis {
-  double lo, hi, tick;
-  int decimals;  // enough to tell ticks apart
-
-  double to_pixel(double value, double pixel_lo, double pixel_hi) const {
-    return pixel_lo + (value - lo) / (hi - lo) * (pixel_hi - pixel_lo);
-  }
-};
-
-// About six ticks over `span`.
-double round_tick(double span) {
-  const double raw = span / 6;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double ratio = raw / magnitude;
-  return (ratio < 1.5 ? 1 : ratio < 3 ? 2 : ratio < 7 ? 5 : 10) * magnitude;
-}
-
-int tick_decimals(double tick) { return std::max(0, -static_cast<int>(std::floor(std::log10(tick) + 1e-9))); }
-
 // Whole steps; the ends round out to ticks, so a run from step 1 starts at 0.
 Axis step_axis(double lo, double hi) {
   if (!(hi > lo)) lo -= 1, hi += 1;
   const double tick = std::max(1.0, round_tick(hi - lo));
   return {std::floor(lo / tick + 1e-9) * tick, std::ceil(hi / tick - 1e-9) * tick, tick, 0};
-}
-
-// The ends sit a little beyond the data, so that no curve runs along the frame.
-Axis loss_axis(double lo, double hi) {
-  if (!(hi > lo)) {
-    const double pad = std::max(std::abs(lo) * 0.1, 0.1);
-    lo -= pad, hi += pad;
-  }
-  const double tick = round_tick(hi - lo), margin = 0.04 * (hi - lo);
-  return {lo - margin, hi + margin, tick, tick_decimals(tick)};
-}
-
-std::vector<double> ticks(const Axis& axis) {
-  std::vector<double> values;
-  for (double i = std::ceil(axis.lo / axis.tick - 1e-9);; ++i) {
-    const double value = i * axis.tick;
-    if (value > axis.hi + axis.tick * 1e-6) break;
-    values.push_back(std::abs(value) < axis.tick * 1e-6 ? 0.0 : value);
-  }
-  return values;
 }
 
 // The ranges every curve's steps and finite losses (training and validation) cover.
@@ -162,7 +120,7 @@ void draw_legend(std::string& svg, const std::vector<LossCurve>& curves) {
     if (i < curves.size())
       svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
                          "stroke-width=\"2.5\"/>\n",
-                         left + 8, mid, left + 30, kColours[i % std::size(kColours)]);
+                         left + 8, mid, left + 30, plot_colour(i));
     else
       svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"#666\"/>\n", left + 19, mid);
     const std::string text = i < curves.size() ? curves[i].label : "validation loss";
@@ -176,7 +134,7 @@ void draw_legend(std::string& svg, const std::vector<LossCurve>& curves) {
 std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::string& title) {
   const DataRange range = data_range(curves);
   const Axis x = step_axis(range.step_lo, range.step_hi);
-  const Axis y = loss_axis(range.loss_lo, range.loss_hi);
+  const Axis y = padded_axis(range.loss_lo, range.loss_hi);
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
@@ -185,7 +143,7 @@ std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::stri
       "<text class=\"title\" x=\"{2}\" y=\"30\" text-anchor=\"middle\" font-size=\"17\" font-weight=\"bold\">{3}</text>\n",
       kWidth, kHeight, (kLeft + kRight) / 2, xml_escaped(title));
   draw_axes(svg, x, y);
-  for (size_t i = 0; i < curves.size(); ++i) draw_curve(svg, curves[i], kColours[i % std::size(kColours)], x, y);
+  for (size_t i = 0; i < curves.size(); ++i) draw_curve(svg, curves[i], plot_colour(i), x, y);
   draw_legend(svg, curves);
   svg += "</svg>\n";
   return svg;

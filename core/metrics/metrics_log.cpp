@@ -29,7 +29,13 @@ void MetricsLog::write(const StepMetrics& metrics) {
       {"elapsed_s", metrics.elapsed_s},
   };
   if (metrics.val_loss) line["val_loss"] = *metrics.val_loss;
-  std::string text = line.dump() + "\n";
+  write_line(line.dump());
+}
+
+void MetricsLog::write_header(const RunHeader& header) { write_line(run_header_json(header).dump()); }
+
+void MetricsLog::write_line(const std::string& json) {
+  const std::string text = json + "\n";
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
     throw Error(path_ + ": cannot write the metrics log: " + std::strerror(errno));
 }

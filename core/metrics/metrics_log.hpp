@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "metrics/run_header.hpp"
 #include "metrics/step_metrics.hpp"
 
 namespace ptdp {
@@ -20,10 +21,15 @@ class MetricsLog {
   // Fields: step, loss, grad_norm, lr, tokens_per_s, tflops_per_gpu, step_time_s, elapsed_s and,
   // when present, val_loss. A non-finite value (a diverged loss) is written as null.
   void write(const StepMetrics& metrics);
+  // The run's header record (metrics/run_header.hpp); written before the first step, and again
+  // when a resumed run appends, since the resumed run may differ (another layout, say).
+  void write_header(const RunHeader& header);
 
   const std::string& path() const { return path_; }
 
  private:
+  void write_line(const std::string& json);
+
   std::string path_;
   std::FILE* file_ = nullptr;
 };

@@ -10,6 +10,7 @@
 #include <optional>
 #include <spdlog/spdlog.h>
 
+#include "metrics/run_header.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp {
@@ -32,10 +33,12 @@ double number_field(const nlohmann::json& line, const char* key, bool required) 
   return it->get<double>();
 }
 
-StepMetrics parse_line(const std::string& text) {
+// The step of a line, or nothing for a run's header record (metrics/run_header.hpp).
+std::optional<StepMetrics> parse_line(const std::string& text) {
   nlohmann::json line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (line.is_discarded()) throw LineError{"not valid JSON"};
   if (!line.is_object()) throw LineError{std::string("a JSON ") + line.type_name() + ", not an object"};
+  if (is_run_header(line)) return std::nullopt;
   auto step = line.find("step");
   if (step == line.end()) throw LineError{"no \"step\""};
   if (!step->is_number_integer()) throw LineError{"\"step\" is not an integer"};
@@ -86,8 +89,7 @@ std::vector<StepMetrics> read_metrics_log(const std::string& path) {
       text = next_line(*in.rdbuf(), complete);
       if (!text) break;
       if (text->find_first_not_of(" \t\r") == std::string::npos) continue;
-      StepMetrics metrics = parse_line(*text);
-      by_step[metrics.step] = metrics;
+      if (auto metrics = parse_line(*text)) by_step[metrics->step] = *metrics;
     } catch (const LineError& e) {
       if (text && !complete) {
         spdlog::warn("{}:{}: skipped an unfinished last line ({}): the run stopped while writing it", path,

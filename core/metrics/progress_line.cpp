@@ -6,15 +6,14 @@
 
 namespace ptdp {
 
-namespace {
-
-// mm:ss, or h:mm:ss from an hour on.
 std::string clock_time(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "--:--";
   auto total = static_cast<int64_t>(std::llround(seconds));
   int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
   return h > 0 ? fmt::format("{}:{:02}:{:02}", h, m, s) : fmt::format("{:02}:{:02}", m, s);
 }
+
+namespace {
 
 std::string rate(double per_s) {
   if (per_s >= 1e6) return fmt::format("{:.2f}M", per_s / 1e6);

@@ -14,4 +14,7 @@ namespace ptdp {
 // average pace so far.
 std::string progress_line(const StepMetrics& metrics, int64_t total_steps, double elapsed_s);
 
+// mm:ss, or h:mm:ss from an hour on; "--:--" for a time not known yet.
+std::string clock_time(double seconds);
+
 }  // namespace ptdp

@@ -22,6 +22,7 @@
 #include "metrics/schedule_state.hpp"
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
+#include "runtime/device_placement.hpp"
 #include "runtime/gradient_sync.hpp"
 #include "runtime/model_chunk.hpp"
 #include "runtime/parameter_init.hpp"
@@ -105,6 +106,8 @@ class RankTrainer {
 
  private:
   void load_plugins();
+  Device place_this_rank() const;
+  void bind_streams();
   void build_model();
   void initialize_parameters();
   double step_loss(const Tensor& losses, int microbatches);
@@ -124,6 +127,7 @@ class RankTrainer {
   std::shared_ptr<Communicator> world_;
   std::shared_ptr<LayerKernels> kernels_;
   std::shared_ptr<Scheduler> scheduler_;
+  Device device_;  // where this rank computes, handed to the communicator and the kernels
   ParallelGroups groups_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ParamRef> params_;
@@ -199,9 +203,32 @@ void RankTrainer::load_plugins() {
   const MemoryKind kind = kernels_->device().kind;
   if (!(world_->memory_kinds() & memory_bit(kind)))
     throw Error(fmt::format(
-        "plugins.comm '{}' cannot move the memory plugins.kernels '{}' computes in ({}); "
-        "compatible pairs: comm-ucx with kernels-ref (host), comm-nccl with kernels-fused (CUDA)",
-        cfg_.plugins.comm, cfg_.plugins.kernels, kind == MemoryKind::Cuda ? "CUDA" : "host"));
+        "plugins.comm '{}' cannot move {} memory, which plugins.kernels '{}' computes in; "
+        "choose a communicator that moves {} memory",
+        cfg_.plugins.comm, kind == MemoryKind::Cuda ? "CUDA" : "host", cfg_.plugins.kernels,
+        kind == MemoryKind::Cuda ? "CUDA" : "host"));
+}
+
+Device RankTrainer::place_this_rank() const {
+  PlacementRequest request;
+  request.kind = kernels_->device().kind;
+  request.devices_visible = kernels_->device_count();
+  request.local_rank = id_.local_rank;
+  request.local_world_size = id_.local_world_size;
+  request.ranks_per_gpu = cfg_.launch.ranks_per_gpu;
+  request.kernels = cfg_.plugins.kernels;
+  request.comm = cfg_.plugins.comm;
+  request.comm_capabilities = world_->capabilities();
+  return place_rank(request);
+}
+
+void RankTrainer::bind_streams() {
+  // Transfers and collectives of device memory are ordered with the kernels that produce and
+  // consume it: every group enqueues on the kernels' stream.
+  void* stream = kernels_->stream();
+  for (Communicator* c : {groups_.world.get(), groups_.tensor.get(), groups_.data.get(), groups_.pipeline.get(),
+                          groups_.model.get(), groups_.embedding.get()})
+    if (c) c->bind_stream(stream);
 }
 
 void RankTrainer::build_model() {
@@ -211,7 +238,7 @@ void RankTrainer::build_model() {
   binding.tp_rank = me_.tp;
   binding.tp_size = topology_.tensor();
   binding.tp = groups_.tensor.get();
-  binding.device_index = id_.local_rank;
+  binding.device_index = device_.index;
   kernels_->bind(binding);
   const int every = cfg_.parallel.recompute == "full" ? cfg_.parallel.recompute_every : 0;
   for (int c = 0; c < v; ++c) {
@@ -278,15 +305,18 @@ TrainOutcome RankTrainer::run() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.launch.timeout_s * 1000));
   store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
   load_plugins();
+  device_ = place_this_rank();
   CommInit init;
   init.rank = id_.rank;
   init.size = id_.world_size;
   init.store = store_.get();
   init.key_prefix = "world";
   init.timeout_s = cfg_.launch.timeout_s;
+  init.device = device_;
   world_->init(init);
   groups_ = build_parallel_groups(world_, topology_);
   build_model();
+  bind_streams();
   initialize_parameters();
   const int64_t first_step = open_checkpoints();
 
@@ -325,8 +355,10 @@ TrainOutcome RankTrainer::run() {
   const double flops = flops_per_step(cfg_);
   const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
   std::unique_ptr<MetricsLog> metrics;
-  if (id_.rank == 0 && !options_.metrics_path.empty())
+  if (id_.rank == 0 && !options_.metrics_path.empty()) {
     metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
+    metrics->write_header(make_run_header(cfg_, registry_, device_));
+  }
   std::vector<Tensor> grads;
   for (const auto& param : params_) grads.push_back(param.grad);
   // Mean loss over global batches 0 .. batches-1 of `loader`, forward only.

@@ -66,7 +66,6 @@ CommSettings CommSettings::from(const PluginContext& context) {
   if (context.config) {
     settings.timeout_s = context.config->get_float("timeout_s");
     settings.synchronous = context.config->get_bool("synchronous");
-    settings.device = static_cast<int>(context.config->get_int("device"));
   }
   settings.log = context.log;
   settings.log_user = context.log_user;
@@ -239,6 +238,8 @@ void NcclCommunicator::init(const CommInit& init) {
     refuse(what, "rank " + std::to_string(init.rank) + " is outside a world of " +
                      std::to_string(init.size) + " ranks");
   if (!init.store) refuse(what, "no rendezvous store was given");
+  if (init.device.kind != MemoryKind::Cuda)
+    refuse(what, "CommInit::device is not a CUDA device: comm-nccl moves CUDA memory only");
   world_rank_ = rank_ = init.rank;
   size_ = init.size;
   timeout_s_ = settings_.timeout_s > 0 ? settings_.timeout_s : init.timeout_s;
@@ -247,8 +248,10 @@ void NcclCommunicator::init(const CommInit& init) {
                      std::to_string(init.timeout_s) + " and the plugin's timeout_s is unset)");
 
   guarded(what, [&] {
-    if (settings_.device >= 0) CUDA_CHECK(cudaSetDevice(settings_.device));
-    CUDA_CHECK(cudaGetDevice(&device_));
+    // The core's device for this rank (communicator.hpp): NCCL binds a communicator to the
+    // device current when it is created.
+    CUDA_CHECK(cudaSetDevice(init.device.index));
+    device_ = init.device.index;
     const ncclUniqueId id = exchange_unique_id(init);
 
     cudaStream_t created = nullptr;

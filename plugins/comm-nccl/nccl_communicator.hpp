@@ -24,7 +24,6 @@ namespace ptdp::comm_nccl {
 struct CommSettings {
   double timeout_s = 0.0;    // 0: use CommInit::timeout_s
   bool synchronous = false;  // wait for every operation to finish before returning
-  int device = -1;           // -1: the device current when init() is called
   void (*log)(void*, LogLevel, const char*) = nullptr;
   void* log_user = nullptr;
 
@@ -44,6 +43,8 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string name() const override { return name_; }
   uint32_t memory_kinds() const override { return memory_bit(MemoryKind::Cuda); }
+  // No tags (messages match in posting order), no dead-peer names in collectives, one rank per GPU.
+  uint32_t capabilities() const override { return 0; }
   std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override;
   void bind_stream(void* stream) override;
 

@@ -10,8 +10,6 @@ const ptdp::ConfigKeySpec kSchema[] = {
      "error; 0 uses the run's timeout"},
     {"synchronous", ptdp::ConfigType::Bool, "false", 0.0, 0.0, nullptr,
      "wait until every operation has finished on the GPU before returning (tests, debugging)"},
-    {"device", ptdp::ConfigType::Int, "-1", -1.0, 1023.0, nullptr,
-     "CUDA device to communicate on; -1 uses the device current when the communicator starts"},
 };
 
 }  // namespace

@@ -30,68 +30,65 @@ UcxCommunicator::Blocks UcxCommunicator::blocks_of(size_t count) const {
   return b;
 }
 
-char* UcxCommunicator::scratch(size_t bytes) {
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  return scratch_.data();
-}
-
-void UcxCommunicator::ring_reduce_scatter_in_place(const std::string& ctx, char* data, const Blocks& b,
-                                                   DType dtype, ReduceOp op) {
+void UcxCommunicator::ring_reduce_scatter_in_place(const std::string& ctx, BufferMemory& memory, char* data,
+                                                   const Blocks& b, DType dtype, ReduceOp op) {
   // Step s: pass on block r-s-1 (holding s+1 contributions), take in block r-s-2 and add ours.
   // After n-1 steps block r holds every rank's contribution.
   const int n = size(), right = wrap(rank_ + 1, n), left = wrap(rank_ - 1, n);
   const size_t es = dtype_size(dtype);
-  char* incoming = scratch(*std::max_element(b.count.begin(), b.count.end()) * es);
+  char* incoming = memory.scratch(*std::max_element(b.count.begin(), b.count.end()) * es);
   for (int s = 0; s < n - 1; ++s) {
     const size_t out = static_cast<size_t>(wrap(rank_ - s - 1, n)), in = static_cast<size_t>(wrap(rank_ - s - 2, n));
-    exchange(ctx, data + b.offset[out] * es, b.count[out] * es, right, incoming, b.count[in] * es, left);
-    reduce_into(data + b.offset[in] * es, incoming, b.count[in], dtype, op);
+    exchange(ctx, memory, data + b.offset[out] * es, b.count[out] * es, right, incoming, b.count[in] * es, left);
+    memory.reduce(data + b.offset[in] * es, incoming, b.count[in], dtype, op);
   }
 }
 
-void UcxCommunicator::ring_all_gather(const std::string& ctx, char* data, const Blocks& b, size_t es) {
+void UcxCommunicator::ring_all_gather(const std::string& ctx, BufferMemory& memory, char* data, const Blocks& b,
+                                      size_t es) {
   // Rank r starts with block r; step s passes on block r-s and takes in block r-s-1.
   const int n = size(), right = wrap(rank_ + 1, n), left = wrap(rank_ - 1, n);
   for (int s = 0; s < n - 1; ++s) {
     const size_t out = static_cast<size_t>(wrap(rank_ - s, n)), in = static_cast<size_t>(wrap(rank_ - s - 1, n));
-    exchange(ctx, data + b.offset[out] * es, b.count[out] * es, right, data + b.offset[in] * es,
+    exchange(ctx, memory, data + b.offset[out] * es, b.count[out] * es, right, data + b.offset[in] * es,
              b.count[in] * es, left);
   }
 }
 
-void UcxCommunicator::tree_reduce_to_zero(const std::string& ctx, char* data, size_t count, DType dtype,
-                                          ReduceOp op) {
+void UcxCommunicator::tree_reduce_to_zero(const std::string& ctx, BufferMemory& memory, char* data, size_t count,
+                                          DType dtype, ReduceOp op) {
   // Binomial tree: at level `mask` a rank with that bit set hands its partial result to
   // rank - mask and drops out.
   const int n = size();
   const size_t bytes = count * dtype_size(dtype);
-  char* incoming = scratch(bytes);
+  char* incoming = memory.scratch(bytes);
   for (int mask = 1; mask < n; mask <<= 1) {
     if (rank_ & mask) {
-      exchange(ctx, data, bytes, rank_ - mask, nullptr, 0, 0);
+      exchange(ctx, memory, data, bytes, rank_ - mask, nullptr, 0, 0);
       return;
     }
     if (rank_ + mask < n) {
-      exchange(ctx, nullptr, 0, 0, incoming, bytes, rank_ + mask);
-      reduce_into(data, incoming, count, dtype, op);
+      exchange(ctx, memory, nullptr, 0, 0, incoming, bytes, rank_ + mask);
+      memory.reduce(data, incoming, count, dtype, op);
     }
   }
 }
 
-void UcxCommunicator::tree_broadcast(const std::string& ctx, char* data, size_t bytes, int root) {
+void UcxCommunicator::tree_broadcast(const std::string& ctx, BufferMemory& memory, char* data, size_t bytes,
+                                     int root) {
   // Binomial tree over ranks renumbered so that the root is 0.
   const int n = size(), me = wrap(rank_ - root, n);
   int mask = 1;
   for (; mask < n; mask <<= 1) {
     if (me & mask) {
-      exchange(ctx, nullptr, 0, 0, data, bytes, wrap(me - mask + root, n));
+      exchange(ctx, memory, nullptr, 0, 0, data, bytes, wrap(me - mask + root, n));
       break;
     }
   }
   std::vector<std::pair<int, std::pair<const char*, size_t>>> children;
   for (mask >>= 1; mask > 0; mask >>= 1)
     if (me + mask < n) children.push_back({wrap(me + mask + root, n), {data, bytes}});
-  send_to_each(ctx, children);
+  send_to_each(ctx, memory, children);
 }
 
 void UcxCommunicator::all_reduce(Tensor buffer, ReduceOp op) {
@@ -103,16 +100,17 @@ void UcxCommunicator::all_reduce(Tensor buffer, ReduceOp op) {
   start_collective(ctx);
   const size_t count = static_cast<size_t>(buffer.numel());
   if (size() == 1 || count == 0) return;
+  BufferMemory& memory = memory_of(ctx, buffer);
   char* data = static_cast<char*>(buffer.data);
   if (buffer.bytes() < kTreeLimitBytes || count < static_cast<size_t>(size())) {
-    tree_reduce_to_zero(ctx, data, count, buffer.dtype, op);
+    tree_reduce_to_zero(ctx, memory, data, count, buffer.dtype, op);
     ++sequence_;  // the broadcast is a collective of its own
-    tree_broadcast(ctx, data, buffer.bytes(), 0);
+    tree_broadcast(ctx, memory, data, buffer.bytes(), 0);
     return;
   }
   const Blocks b = blocks_of(count);
-  ring_reduce_scatter_in_place(ctx, data, b, buffer.dtype, op);
-  ring_all_gather(ctx, data, b, dtype_size(buffer.dtype));
+  ring_reduce_scatter_in_place(ctx, memory, data, b, buffer.dtype, op);
+  ring_all_gather(ctx, memory, data, b, dtype_size(buffer.dtype));
 }
 
 void UcxCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) {
@@ -131,23 +129,25 @@ void UcxCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceO
   start_collective(ctx);
   const size_t count = static_cast<size_t>(output.numel()), bytes = output.bytes();
   const char* in = static_cast<const char*>(input.data);
-  if (n == 1 || count == 0) {
-    if (bytes) std::memmove(output.data, in, bytes);
+  if (count == 0) return;
+  BufferMemory& memory = memory_of(ctx, input, output);
+  if (n == 1) {
+    memory.copy(output.data, in, bytes);
     return;
   }
   // The ring of ring_reduce_scatter_in_place, reading the caller's input and carrying the
   // partial sums in two scratch blocks (one travelling out, one coming in).
   const int right = wrap(rank_ + 1, n), left = wrap(rank_ - 1, n);
-  char* incoming = scratch(2 * bytes);
+  char* incoming = memory.scratch(2 * bytes);
   char* outgoing = incoming + bytes;
   for (int s = 0; s < n - 1; ++s) {
     const size_t out_block = static_cast<size_t>(wrap(rank_ - s - 1, n));
     const size_t in_block = static_cast<size_t>(wrap(rank_ - s - 2, n));
-    exchange(ctx, s == 0 ? in + out_block * bytes : outgoing, bytes, right, incoming, bytes, left);
-    reduce_into(incoming, in + in_block * bytes, count, input.dtype, op);
+    exchange(ctx, memory, s == 0 ? in + out_block * bytes : outgoing, bytes, right, incoming, bytes, left);
+    memory.reduce(incoming, in + in_block * bytes, count, input.dtype, op);
     std::swap(incoming, outgoing);
   }
-  std::memcpy(output.data, outgoing, bytes);
+  memory.copy(output.data, outgoing, bytes);
 }
 
 void UcxCommunicator::all_gather(const Tensor& input, Tensor output) {
@@ -164,14 +164,15 @@ void UcxCommunicator::all_gather(const Tensor& input, Tensor output) {
   start_collective(ctx);
   const size_t bytes = input.bytes();
   if (bytes == 0) return;
+  BufferMemory& memory = memory_of(ctx, input, output);
   char* out = static_cast<char*>(output.data);
-  if (out + rank_ * bytes != input.data) std::memmove(out + rank_ * bytes, input.data, bytes);
+  memory.copy(out + rank_ * bytes, input.data, bytes);
   Blocks b;
   for (int r = 0; r < n; ++r) {
     b.offset.push_back(static_cast<size_t>(r) * bytes);
     b.count.push_back(bytes);
   }
-  ring_all_gather(ctx, out, b, 1);
+  ring_all_gather(ctx, memory, out, b, 1);
 }
 
 void UcxCommunicator::broadcast(Tensor buffer, int root) {
@@ -185,8 +186,9 @@ void UcxCommunicator::broadcast(Tensor buffer, int root) {
   const size_t bytes = buffer.bytes();
   char* data = static_cast<char*>(buffer.data);
   if (n == 1 || bytes == 0) return;
+  BufferMemory& memory = memory_of(ctx, buffer);
   if (bytes < kTreeLimitBytes) {
-    tree_broadcast(ctx, data, bytes, root);
+    tree_broadcast(ctx, memory, data, bytes, root);
     return;
   }
   // Large: the root scatters one block to each rank, then a ring all-gather, so no link carries
@@ -196,12 +198,12 @@ void UcxCommunicator::broadcast(Tensor buffer, int root) {
     std::vector<std::pair<int, std::pair<const char*, size_t>>> blocks;
     for (int r = 0; r < n; ++r)
       if (r != root) blocks.push_back({r, {data + b.offset[static_cast<size_t>(r)], b.count[static_cast<size_t>(r)]}});
-    send_to_each(ctx, blocks);
+    send_to_each(ctx, memory, blocks);
   } else {
-    exchange(ctx, nullptr, 0, 0, data + b.offset[static_cast<size_t>(rank_)], b.count[static_cast<size_t>(rank_)],
-             root);
+    exchange(ctx, memory, nullptr, 0, 0, data + b.offset[static_cast<size_t>(rank_)],
+             b.count[static_cast<size_t>(rank_)], root);
   }
-  ring_all_gather(ctx, data, b, 1);
+  ring_all_gather(ctx, memory, data, b, 1);
 }
 
 }  // namespace ptdp::comm_ucx

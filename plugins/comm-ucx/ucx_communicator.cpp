@@ -25,9 +25,9 @@ UcxCommunicator::UcxCommunicator(const PluginContext& context) : options_(option
 UcxCommunicator::UcxCommunicator(UcxOptions options) : options_(std::move(options)) {}
 
 UcxCommunicator::UcxCommunicator(std::shared_ptr<UcxWorld> world, UcxOptions options, uint32_t id,
-                                 std::string name, std::vector<int> members, int rank)
+                                 std::string name, std::vector<int> members, int rank, Device device, void* stream)
     : options_(std::move(options)), world_(std::move(world)), id_(id), name_(std::move(name)),
-      members_(std::move(members)), rank_(rank) {}
+      members_(std::move(members)), rank_(rank), device_(device), stream_(stream) {}
 
 UcxCommunicator::~UcxCommunicator() {
   if (world_ && !grouped_.empty()) world_->discard(grouped_);
@@ -46,34 +46,86 @@ void UcxCommunicator::start_collective(const std::string& ctx) {
   ++sequence_;
 }
 
+uint32_t UcxCommunicator::memory_kinds() const {
+  return memory_bit(MemoryKind::Host) | (cuda_memory_built() ? memory_bit(MemoryKind::Cuda) : 0u);
+}
+
+uint32_t UcxCommunicator::capabilities() const {
+  return capability_bit(CommCapability::MatchesTags) | capability_bit(CommCapability::NamesDeadPeer) |
+         capability_bit(CommCapability::SharesDevice);
+}
+
+void UcxCommunicator::bind_stream(void* stream) {
+  stream_ = stream;
+  cuda_memory_.reset();  // made again, ordered after the new stream
+}
+
 void UcxCommunicator::check_tensor(const std::string& ctx, const Tensor& t, const char* what) const {
-  if (t.device.kind != MemoryKind::Host)
-    throw Error(ctx + what + " is not in host memory; comm-ucx moves host memory only");
   if (t.numel() > 0 && !t.data) throw Error(ctx + what + " has no data");
+  if (t.device.kind == MemoryKind::Host) return;
+  if (t.device.kind != MemoryKind::Cuda) throw Error(ctx + what + " is in memory comm-ucx cannot move");
+  if (!cuda_memory_built())
+    throw Error(ctx + what + " is in CUDA memory, but this comm-ucx was built without CUDA memory support");
+  if (device_.kind != MemoryKind::Cuda)
+    throw Error(ctx + what + " is in CUDA memory, but this rank was given no CUDA device at init (CommInit::device)");
+  if (t.device.index != device_.index)
+    throw Error(ctx + what + " is on CUDA device " + std::to_string(t.device.index) + ", this rank's device is " +
+                std::to_string(device_.index));
+}
+
+BufferMemory& UcxCommunicator::memory_of(const std::string& ctx, const Tensor& t) {
+  if (t.device.kind == MemoryKind::Host) return *host_memory_;
+  if (!cuda_memory_) cuda_memory_ = make_cuda_memory(device_.index, stream_);
+  try {
+    cuda_memory_->acquire();
+  } catch (const std::exception& e) {
+    throw Error(ctx + e.what());
+  }
+  return *cuda_memory_;
+}
+
+BufferMemory& UcxCommunicator::memory_of(const std::string& ctx, const Tensor& a, const Tensor& b) {
+  if (a.device.kind != b.device.kind)
+    throw Error(ctx + "input and output are in different memory (host and CUDA)");
+  return memory_of(ctx, a);
 }
 
 uint64_t UcxCommunicator::collective_tag(int sender) const {
   return make_tag(id_, world_rank(sender), true, sequence_);
 }
 
-void UcxCommunicator::exchange(const std::string& ctx, const void* send_data, size_t send_bytes, int to,
-                               void* recv_data, size_t recv_bytes, int from) {
+void UcxCommunicator::exchange(const std::string& ctx, BufferMemory& memory, const void* send_data,
+                               size_t send_bytes, int to, void* recv_data, size_t recv_bytes, int from) {
   std::vector<Transfer> transfers;
-  if (recv_data) transfers.push_back(world_->post_recv(recv_data, recv_bytes, from, world_rank(from), collective_tag(from)));
-  if (send_data) transfers.push_back(world_->post_send(send_data, send_bytes, to, world_rank(to), collective_tag(rank_)));
+  const ucs_memory_type_t type = memory.ucx_type();
+  if (recv_data)
+    transfers.push_back(world_->post_recv(recv_data, recv_bytes, type, from, world_rank(from), collective_tag(from)));
+  if (send_data)
+    transfers.push_back(world_->post_send(send_data, send_bytes, type, to, world_rank(to), collective_tag(rank_)));
   world_->wait(transfers, ctx);
 }
 
-void UcxCommunicator::send_to_each(const std::string& ctx,
+void UcxCommunicator::send_to_each(const std::string& ctx, BufferMemory& memory,
                                    const std::vector<std::pair<int, std::pair<const char*, size_t>>>& to) {
   std::vector<Transfer> transfers;
   for (const auto& [peer, data] : to)
-    transfers.push_back(world_->post_send(data.first, data.second, peer, world_rank(peer), collective_tag(rank_)));
+    transfers.push_back(world_->post_send(data.first, data.second, memory.ucx_type(), peer, world_rank(peer),
+                                          collective_tag(rank_)));
   world_->wait(transfers, ctx);
 }
 
 void UcxCommunicator::init(const CommInit& init) {
   if (world_) throw Error(context("init") + "init() was already called");
+  // UCX works in the CUDA context current at ucp_init and at each transfer: the rank's device
+  // must be current, with its context made, before UCX starts.
+  if (init.device.kind == MemoryKind::Cuda) {
+    try {
+      activate_cuda_device(init.device.index);
+    } catch (const std::exception& e) {
+      throw Error(context("init") + e.what());
+    }
+  }
+  device_ = init.device;
   world_ = std::make_shared<UcxWorld>(options_, init);
   id_ = 0;
   name_ = "world";
@@ -114,7 +166,7 @@ std::shared_ptr<Communicator> UcxCommunicator::split(int color, int key, const s
     if (ranks[i] == rank_) new_rank = static_cast<int>(i);
     members.push_back(world_rank(ranks[i]));
   }
-  return std::make_shared<UcxCommunicator>(world_, options_, id, name, std::move(members), new_rank);
+  return std::make_shared<UcxCommunicator>(world_, options_, id, name, std::move(members), new_rank, device_, stream_);
 }
 
 void UcxCommunicator::group_start() { ++group_depth_; }
@@ -139,7 +191,8 @@ void UcxCommunicator::check_point_to_point(const std::string& ctx, const Tensor&
 void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
   const std::string ctx = context("send");
   check_point_to_point(ctx, buffer, peer, tag);
-  Transfer t = world_->post_send(buffer.data, buffer.bytes(), peer, world_rank(peer),
+  BufferMemory& memory = memory_of(ctx, buffer);
+  Transfer t = world_->post_send(buffer.data, buffer.bytes(), memory.ucx_type(), peer, world_rank(peer),
                                  make_tag(id_, world_rank(rank_), false, static_cast<uint32_t>(tag)));
   grouped_.push_back(t);
   if (group_depth_ == 0) world_->wait(grouped_, ctx);
@@ -148,7 +201,8 @@ void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
 void UcxCommunicator::recv(Tensor buffer, int peer, int tag) {
   const std::string ctx = context("recv");
   check_point_to_point(ctx, buffer, peer, tag);
-  Transfer t = world_->post_recv(buffer.data, buffer.bytes(), peer, world_rank(peer),
+  BufferMemory& memory = memory_of(ctx, buffer);
+  Transfer t = world_->post_recv(buffer.data, buffer.bytes(), memory.ucx_type(), peer, world_rank(peer),
                                  make_tag(id_, world_rank(peer), false, static_cast<uint32_t>(tag)));
   grouped_.push_back(t);
   if (group_depth_ == 0) world_->wait(grouped_, ctx);
@@ -166,7 +220,7 @@ void UcxCommunicator::dissemination_barrier(const std::string& ctx) {
   const int n = size();
   char token = 0, heard = 0;
   for (int k = 1; k < n; k <<= 1)
-    exchange(ctx, &token, 1, (rank_ + k) % n, &heard, 1, (rank_ - k + n) % n);
+    exchange(ctx, *host_memory_, &token, 1, (rank_ + k) % n, &heard, 1, (rank_ - k + n) % n);
 }
 
 void UcxCommunicator::abort(const std::string& reason) {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <sstream>
 
+#include <ucs/config/global_opts.h>
+
 #include "tag_layout.hpp"
 
 namespace ptdp::comm_ucx {
@@ -84,6 +86,14 @@ UcxWorld::UcxWorld(const UcxOptions& options, const CommInit& init) {
 }
 
 void UcxWorld::create_context(const UcxOptions& options) {
+  // UCX warns when a worker closes with messages nobody received: failure notices and cancelled
+  // transfers, expected after a failure and noise in a user's log. UCX_LOG_LEVEL still wins.
+  if (!env_set("UCX_LOG_LEVEL")) ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
+  // UCX's memory-type cache learns where memory lives from its allocation hooks, which do not
+  // see a CUDA runtime linked statically (kernels-fused's): it took device buffers for host
+  // memory and copied them with memcpy (a segfault, seen on the H200). Every transfer names
+  // its memory type, so the cache has nothing to add.
+  if (!env_set("UCX_MEMTYPE_CACHE")) ucs_global_opts.enable_memtype_cache = UCS_NO;
   ucp_config_t* config = nullptr;
   check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
   struct ConfigRelease {
@@ -206,14 +216,15 @@ void UcxWorld::on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
   static_cast<Peer*>(arg)->failure = status;
 }
 
-Transfer UcxWorld::post_send(const void* data, size_t bytes, int peer, int world_peer, uint64_t tag) {
+Transfer UcxWorld::post_send(const void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
+                             uint64_t tag) {
   Transfer t;
   t.peer = peer;
   t.world_peer = world_peer;
   t.bytes = bytes;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  param.memory_type = UCS_MEMORY_TYPE_HOST;
+  param.memory_type = memory;
   ucs_status_ptr_t r = ucp_tag_send_nbx(peers_[static_cast<size_t>(world_peer)].ep, data, bytes, tag, &param);
   if (UCS_PTR_IS_ERR(r)) t.status = UCS_PTR_STATUS(r);
   else if (r == nullptr) t.status = UCS_OK;
@@ -221,7 +232,8 @@ Transfer UcxWorld::post_send(const void* data, size_t bytes, int peer, int world
   return t;
 }
 
-Transfer UcxWorld::post_recv(void* data, size_t bytes, int peer, int world_peer, uint64_t tag) {
+Transfer UcxWorld::post_recv(void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
+                             uint64_t tag) {
   Transfer t;
   t.peer = peer;
   t.world_peer = world_peer;
@@ -231,7 +243,7 @@ Transfer UcxWorld::post_recv(void* data, size_t bytes, int peer, int world_peer,
   // Always a request, even when the message is already here: ucp_tag_recv_request_test then
   // tells its length.
   param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  param.memory_type = UCS_MEMORY_TYPE_HOST;
+  param.memory_type = memory;
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, data, bytes, tag, kFullMask, &param);
   if (UCS_PTR_IS_ERR(r)) t.status = UCS_PTR_STATUS(r);
   else t.request = r;

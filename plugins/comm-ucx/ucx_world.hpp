@@ -50,8 +50,9 @@ class UcxWorld {
   int size() const { return size_; }
   double timeout_s() const { return timeout_s_; }
 
-  Transfer post_send(const void* data, size_t bytes, int peer, int world_peer, uint64_t tag);
-  Transfer post_recv(void* data, size_t bytes, int peer, int world_peer, uint64_t tag);
+  Transfer post_send(const void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
+                     uint64_t tag);
+  Transfer post_recv(void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer, uint64_t tag);
   // Waits for every transfer and releases them. On failure it cancels them, marks the world
   // failed, tells the other ranks, and throws ptdp::Error: `context` followed by the reason.
   void wait(std::vector<Transfer>& transfers, const std::string& context);

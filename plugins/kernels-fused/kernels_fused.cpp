@@ -98,6 +98,11 @@ class KernelsFused final : public LayerKernels {
   }
 
   Device device() const override { return Device{MemoryKind::Cuda, device_index_}; }
+  int device_count() const override {
+    int devices = 0;
+    // No device: 0 rather than an error, so the core can say what it needs in its own words.
+    return cudaGetDeviceCount(&devices) == cudaSuccess ? devices : 0;
+  }
   DType activation_dtype() const override { return DType::BF16; }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override { return std::make_shared<FusedEmbedding>(bound()); }

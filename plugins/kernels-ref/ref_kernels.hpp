@@ -25,6 +25,7 @@ class RefKernels : public LayerKernels {
 
   void bind(const KernelsBinding& binding) override;
   Device device() const override { return Device{MemoryKind::Host, 0}; }
+  int device_count() const override { return 1; }
   DType activation_dtype() const override { return DType::F32; }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;

@@ -1,32 +1,35 @@
 #!/usr/bin/env bash
-# Builds, on this machine, the folder that travels to the GPU machine (.gpu-bundle/): ptdp-host,
-# every plugin (CUDA ones for sm_90), the device test programs, the shared libraries the GPU
-# machine lacks (OpenBLAS and UCX, for the CPU reference runs there) and the PyTorch baseline.
-# Then run scripts/gpu/run.sh there with .gpu-bundle carried.
+# Builds, on this machine, what travels to the GPU machine: ptdp-host, every plugin (CUDA ones for
+# sm_90), the device test programs, the shared libraries the GPU machine lacks (OpenBLAS for
+# kernels-ref, the CUDA-enabled UCX of the libucx-cu13 wheel for comm-ucx) and the PyTorch
+# baseline, packed into .gpu-bundle/bundle.tar.gz (what a device call may carry is capped, and
+# the libraries compress about 3:1). Then run scripts/gpu/run.sh there with .gpu-bundle carried.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-./scripts/setup.sh --deps-only   # packages and cudnn-frontend headers
-cmake --preset gpu >/dev/null
-cmake --build build-gpu -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test \
+./scripts/setup.sh --deps-only   # packages, cudnn-frontend headers, libucx-cu13
+# BUILD_DIR=build reuses the default preset's folder when it was configured with CUDA (same sm_90).
+build=${BUILD_DIR:-build-gpu}
+[ "$build" = build-gpu ] && cmake --preset gpu >/dev/null
+cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test test-conformance-comm \
   ptdp-plugin-kernels-fused ptdp-plugin-comm-nccl ptdp-plugin-kernels-ref ptdp-plugin-comm-ucx \
   ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs
 
-bundle=.gpu-bundle
-rm -rf "$bundle" && mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/bench"
-cp build-gpu/bin/ptdp-host build-gpu/bin/kernels-fused-device-checks build-gpu/bin/comm-nccl-device-test "$bundle/bin/"
-cp -r build-gpu/lib/ptdp "$bundle/lib/"
-deps=$bundle/deps
-mkdir -p "$deps/ucx"
-# Libraries of the plugins that the GPU machine does not have: copy what ldd resolves from the
-# Debian system, nothing of CUDA (the GPU machine has its own driver, CUDA, NCCL and cuDNN).
-for so in build-gpu/lib/ptdp/libptdp-kernels-ref.so build-gpu/lib/ptdp/libptdp-comm-ucx.so; do
-  ldd "$so" | awk '/=> \//{print $3}' | grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt|cuda|nccl|cudnn|cublas' |
-    while read -r lib; do cp -L "$lib" "$deps/"; done
-done
-cp -L /usr/lib/x86_64-linux-gnu/ucx/libuct_*.so* "$deps/ucx/" 2>/dev/null || true
-for so in "$deps"/ucx/*.so*; do
-  ldd "$so" | awk '/=> \//{print $3}' | grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt' |
-    while read -r lib; do [ -f "$deps/$(basename "$lib")" ] || cp -L "$lib" "$deps/"; done
-done
-cp ../shared/bench/torch_gpt.py "$bundle/bench/"
-du -sh "$bundle"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$stage/bench" "$stage/deps/ucx"
+cp "$build"/bin/ptdp-host "$build"/bin/kernels-fused-device-checks "$build"/bin/comm-nccl-device-test \
+  "$build"/bin/test-conformance-comm "$stage/bin/"
+cp -r "$build"/lib/ptdp "$stage/lib/"
+# The wheel's UCX, with its transport modules (cuda_copy and cuda_ipc are in libuct_cuda).
+ucx=.deps/ucx/libucx/lib
+for lib in libucp libuct libucs libucm libucs_signal; do cp -L "$ucx/$lib.so.0" "$stage/deps/"; done
+cp -L "$ucx"/ucx/libuct_cuda.so* "$ucx"/ucx/libucm_cuda.so* "$ucx"/ucx/libuct_cma.so* "$stage/deps/ucx/"
+# Libraries of kernels-ref that the GPU machine does not have: what ldd resolves from the Debian
+# system, nothing of CUDA (the GPU machine has its own driver, CUDA, NCCL and cuDNN) or UCX.
+ldd "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' |
+  grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt|cuda|nccl|cudnn|cublas|libuc[pstm]' |
+  while read -r lib; do cp -L "$lib" "$stage/deps/"; done
+cp bench/torch_gpt.py "$stage/bench/"
+mkdir -p .gpu-bundle
+tar czf .gpu-bundle/bundle.tar.gz -C "$stage" .
+du -sh .gpu-bundle/bundle.tar.gz

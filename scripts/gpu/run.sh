@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made here by
-# scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
-#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref) and comm-nccl
+# Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made on the build
+# machine by scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
+#   smoke    three steps on one rank and on two ranks sharing the GPU; stacks of a run that hangs
+#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref) and
+#            comm-nccl's own checks
+#   conformance  the communicator conformance suite on CUDA memory: comm-ucx with 8 ranks sharing
+#            the GPU, comm-nccl with one rank per GPU (its two-rank tests are reported not run)
 #   losses   20 training steps of a small GPT on the GPU against the same run on the CPU
+#   layouts  tensor, pipeline and data parallel layouts of a small GPT with every rank on one GPU
+#            (comm-ucx), each against the single-rank losses and kernels-ref; a rank killed mid-step
+#   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   largest  the largest model that trains, with and without full recomputation
@@ -10,17 +17,20 @@
 # ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-B=$PWD/.gpu-bundle
+B=$(mktemp -d)
+tar xzf .gpu-bundle/bundle.tar.gz -C "$B" || { echo "no .gpu-bundle/bundle.tar.gz: run scripts/gpu/build.sh here first"; exit 2; }
 RESULTS=${OUT:-$PWD/gpu-out}
 OUT=$(mktemp -d)
 mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
-parts=${*:-tests losses bench}
+parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
 : > "$table"
-row() { printf '%-44s %s\n' "$1" "$2" | tee -a "$table"; }
+# Each row and each part's logs reach $RESULTS at once, so a call cut short keeps what it did.
+row() { printf '%-44s %s\n' "$1" "$2" | tee -a "$table"; cp "$table" "$RESULTS/table.txt"; }
+pack_logs() { tar czf "$RESULTS/logs.tgz" -C "$OUT" .; cp "$table" "$RESULTS/table.txt"; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU: $gpu   date: $(date -u +%F)" | tee -a "$table"
 
@@ -30,10 +40,25 @@ count() { grep -cE "(^|\] )$1 " "$OUT/$2"; }
 steady() {  # file field warmup
   python3 - "$@" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]  # not the header
 xs = [r[sys.argv[2]] for r in rows[int(sys.argv[3]):]]
 print(f"{sum(xs) / len(xs):.1f}" if xs else "n/a")
 PY
+}
+# One ptdp-host run, bounded: NAME MANIFEST ARGS... writes $OUT/NAME.{log,jsonl} and a progress line.
+timed_run() {
+  local name=$1; shift
+  local start=$SECONDS
+  timeout "${RUN_LIMIT_S:-150}" "$HOST" run "$@" --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc after $((SECONDS - start)) s, $(grep -sc '"step"' "$OUT/$name.jsonl") steps"
+  [ $rc -ne 0 ] && tail -3 "$OUT/$name.log"
+  pack_logs
+  return $rc
+}
+# "TFLOP/s, peak memory" of a bench/torch_gpt.py result.
+torch_result() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['tflops_per_gpu'], ', peak', r['peak_mem_gib'], 'GiB (allocator)')" "$1" 2>/dev/null || echo failed
 }
 # Peak GPU memory (GiB) seen by nvidia-smi while a command runs.
 with_peak_memory() {  # outfile cmd...
@@ -69,8 +94,8 @@ losses)
     --set 'plugins.comm="comm-nccl"' --set 'precision.params="bf16"' --metrics "$OUT/losses-gpu.jsonl" > "$OUT/losses-gpu.log" 2>&1
   row "20 steps, GPU vs CPU losses" "$(python3 - "$OUT/losses-cpu.jsonl" "$OUT/losses-gpu.jsonl" <<'PY'
 import json, sys
-cpu = [json.loads(l)["loss"] for l in open(sys.argv[1]) if l.strip()]
-gpu = [json.loads(l)["loss"] for l in open(sys.argv[2]) if l.strip()]
+cpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]
+gpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[2]) if l.strip()) if "step" in r]
 if len(cpu) != 20 or len(gpu) != 20:
     print(f"FAIL: {len(cpu)} CPU and {len(gpu)} GPU steps"); sys.exit()
 worst = max(abs(g - c) / abs(c) for c, g in zip(cpu, gpu))
@@ -78,6 +103,115 @@ print(f"{'PASS' if worst < 2e-2 else 'FAIL'}: max relative difference {worst:.2e
       f"loss {cpu[0]:.4f} -> {cpu[-1]:.4f} (CPU), {gpu[0]:.4f} -> {gpu[-1]:.4f} (GPU)")
 PY
 )"
+  ;;
+conformance)
+  for comm in comm-ucx:cuda comm-nccl; do
+    log="conformance-${comm%%:*}.log"
+    plugin=$B/lib/ptdp/libptdp-${comm%%:*}.so${comm#${comm%%:*}}
+    PTDP_CONFORMANCE_COMM=$plugin timeout 300 "$B/bin/test-conformance-comm" > "$OUT/$log" 2>&1
+    rc=$?
+    row "conformance suite, $comm" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/$log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/$log") fail, $(grep -cE '^\[  SKIPPED \] .* ms\)$' "$OUT/$log") not run (they need more GPUs) (exit $rc)"
+    grep -E '^\[  (FAILED|SKIPPED) \] .* ms\)$' "$OUT/$log" | head -20
+  done
+  ;;
+smoke)
+  # Three steps on one rank and on two ranks sharing the GPU; a run still going after 60 s gets
+  # every thread's stack printed (cuda-gdb), so a hang says where it is.
+  for spec in "smoke-1 1 1" "smoke-t2 2 2"; do
+    read -r name n t <<< "$spec"
+    "$HOST" run examples/gpt-small-1gpu-layouts.toml --nproc $n --set parallel.tensor=$t --set run.steps=3 \
+      --set run.log_every=1 --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1 &
+    job=$!
+    for _ in $(seq 60); do kill -0 $job 2>/dev/null || break; sleep 1; done
+    if kill -0 $job 2>/dev/null; then
+      for pid in $(pgrep -f "ptdp-host run examples/gpt-small"); do
+        echo "== stacks of $pid"; timeout 60 cuda-gdb -p $pid -batch -ex "thread apply all bt" 2>&1 | grep -E "^#|^Thread" | head -60
+      done
+      kill -9 $(pgrep -f "ptdp-host run examples/gpt-small") 2>/dev/null
+    fi
+    wait $job; rc=$?
+    row "smoke: $name" "exit $rc, $(grep -sc '"step"' "$OUT/$name.jsonl") of 3 steps"
+    tail -4 "$OUT/$name.log"
+  done
+  ;;
+layouts)
+  # Every layout of the small model on the one GPU against its single-rank run, same seed, data
+  # and dropout masks (layout-independent): losses within bf16 tolerance (2e-2 relative: the
+  # layouts sum the same bf16 products in other orders, and 20 steps of training carry the
+  # rounding forward), and within the same tolerance of kernels-ref on the CPU.
+  M=examples/gpt-small-1gpu-layouts.toml
+  # name: t p d v scatter_gather recompute
+  specs=("single 1 1 1 1 false none" "t2 2 1 1 1 false none" "p2 1 2 1 1 false none" "p2v2sg 1 2 1 2 true none"
+         "p4v2sg 1 4 1 2 true none" "d2 1 1 2 1 false none" "t2p2d2v2sg 2 2 2 2 true none" "t4p2sg-full 4 2 1 1 true full")
+  for spec in "${specs[@]}"; do
+    read -r name t p d v sg rc <<< "$spec"
+    sched=sched-1f1b; [ "$v" -gt 1 ] && sched=sched-interleaved
+    timed_run layout-$name $M --nproc $((t * p * d)) --set parallel.tensor=$t --set parallel.pipeline=$p \
+      --set parallel.data=$d --set parallel.virtual_stages=$v --set parallel.scatter_gather=$sg \
+      --set "parallel.recompute=\"$rc\"" --set "plugins.scheduler=\"$sched\""
+  done
+  # kernels-ref takes minutes a step here; LAYOUT_CPU_REFERENCE names its metrics from elsewhere.
+  if [ -n "${LAYOUT_CPU_REFERENCE:-}" ]; then cp "$LAYOUT_CPU_REFERENCE" "$OUT/layout-cpu.jsonl"
+  else RUN_LIMIT_S=1800 timed_run layout-cpu $M --set 'plugins.kernels="kernels-ref"' --set 'precision.params="fp32"'; fi
+  python3 - "$OUT" "${specs[@]}" <<'PY' | tee -a "$table"
+import json, sys
+out, specs = sys.argv[1], sys.argv[2:]
+def losses(name):
+    try:
+        return [r["loss"] for r in (json.loads(l) for l in open(f"{out}/layout-{name}.jsonl") if l.strip()) if "step" in r]
+    except OSError:
+        return []
+def worst(a, b):
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 20 else None
+base, cpu = losses("single"), losses("cpu")
+print(f"{'layout (t p d v sg recompute)':44} {'vs 1 rank':>10} {'vs CPU':>10}  verdict")
+for spec in specs:
+    name, t, p, d, v, sg, rc = spec.split()
+    run = losses(name)
+    a, c = worst(run, base), worst(run, cpu)
+    ok = a is not None and c is not None and a < 2e-2 and c < 2e-2
+    fmt = lambda x: f"{x:10.2e}" if x is not None else f"{'no run':>10}"
+    print(f"{name + ' (' + ' '.join([t, p, d, v, 'sg' if sg == 'true' else '-', rc]) + ')':44} {fmt(a)} {fmt(c)}  "
+          f"{'PASS' if ok else 'FAIL'} ({len(run)} steps)")
+PY
+  # A rank killed mid-step: every other rank must stop with an error naming it, within the timeout.
+  timeout 150 "$HOST" run $M --nproc 4 --set parallel.tensor=2 --set parallel.pipeline=2 --set run.steps=100000 \
+    --set launch.timeout_s=30 --metrics "$OUT/kill.jsonl" > "$OUT/kill.log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do steps=$(grep -sc '"step"' "$OUT/kill.jsonl"); [ "${steps:-0}" -ge 2 ] && break; sleep 0.1; done
+  victim=""
+  launcher=$(pgrep -P $job -x ptdp-host)  # the launcher, under timeout; its children are the ranks
+  for pid in $(pgrep -P "$launcher"); do tr '\0' '\n' < /proc/$pid/environ | grep -qx PTDP_RANK=1 && victim=$pid; done
+  killed=$(date +%s.%N)
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait $job; rc=$?
+  took=$(awk "BEGIN { print $(date +%s.%N) - $killed }")
+  named=$(grep -cE "rank 1|peer 1|world rank 1" "$OUT/kill.log")
+  verdict=FAIL; [ -n "$victim" ] && [ $rc -ne 0 ] && [ "$named" -ge 1 ] && awk "BEGIN { exit !($took < 40) }" && verdict=PASS
+  row "rank 1 of t2 p2 killed mid-step" "$verdict: job exit $rc after ${took%.*} s (timeout 30 s), $named lines name rank 1"
+  grep -E "error|killed" "$OUT/kill.log" | head -6
+  ;;
+layouts-1.3b)
+  # The 1.3B model, 10 steps, split over two ranks on the one GPU, against its single-rank run.
+  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2)
+  timed_run big-single examples/gpt-1gpu.toml "${big[@]}"
+  timed_run big-t2 examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.tensor=2
+  timed_run big-single8 examples/gpt-1gpu.toml "${big[@]}" --set parallel.global_batch=8
+  timed_run big-p2 examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.pipeline=2 --set parallel.global_batch=8
+  python3 - "$OUT" <<'PY' | tee -a "$table"
+import json, sys
+out = sys.argv[1]
+def losses(name):
+    try:
+        return [r["loss"] for r in (json.loads(l) for l in open(f"{out}/big-{name}.jsonl") if l.strip()) if "step" in r]
+    except OSError:
+        return []
+for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2", "single8", "1.3B p 2 (2 ranks, 1 GPU), B 8")):
+    a, b = losses(run), losses(base)
+    w = max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 10 else None
+    print(f"{what:44} {'no run' if w is None else f'{w:10.2e}'}  {'PASS' if w is not None and w < 2e-2 else 'FAIL'} "
+          f"(10 steps, loss {b[0] if b else float('nan'):.4f} -> {b[-1] if b else float('nan'):.4f})")
+PY
   ;;
 bench)
   for b in 4 8; do
@@ -87,8 +221,11 @@ bench)
     row "ptdp 1.3B b=$b: TFLOP/s per GPU (72-formula)" "$(steady "$OUT/bench-b$b.jsonl" tflops_per_gpu 3), peak $(cat "$OUT/bench-b$b.peak") GiB (nvidia-smi)"
     python3 "$B/bench/torch_gpt.py" --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 51200 \
       --micro-batch $b --steps 10 > "$OUT/torch-b$b.json" 2> "$OUT/torch-b$b.log" || tail -5 "$OUT/torch-b$b.log"
-    row "pytorch eager 1.3B b=$b: TFLOP/s per GPU" "$(python3 -c "import json,sys; r=json.load(open('$OUT/torch-b$b.json')); print(r['tflops_per_gpu'], ', peak', r['peak_mem_gib'], 'GiB (allocator)')" 2>/dev/null || echo failed)"
+    row "pytorch eager 1.3B b=$b: TFLOP/s per GPU" "$(torch_result "$OUT/torch-b$b.json")"
   done
+  python3 "$B/bench/torch_gpt.py" --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 51200 \
+    --micro-batch 4 --steps 10 --compile > "$OUT/torch-compile-b4.json" 2> "$OUT/torch-compile-b4.log" || tail -5 "$OUT/torch-compile-b4.log"
+  row "pytorch torch.compile 1.3B b=4: TFLOP/s per GPU" "$(torch_result "$OUT/torch-compile-b4.json")"
   ;;
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.
@@ -109,7 +246,6 @@ largest)
   ;;
 *) echo "unknown part: $part"; exit 2 ;;
 esac
+pack_logs
 done
 echo; cat "$table"
-cp "$table" "$RESULTS/table.txt"
-tar czf "$RESULTS/logs.tgz" -C "$OUT" .

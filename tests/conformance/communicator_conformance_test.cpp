@@ -163,9 +163,9 @@ class CommunicatorConformance : public ::testing::TestWithParam<CommunicatorUnde
     return run_ranks(under_test.world_size, limit, [&](int rank) {
       TcpStore store("127.0.0.1", port, rank, under_test.world_size, std::max(store_timeout, 10000ms));
       std::shared_ptr<Communicator> comm = under_test.create();
-      std::unique_ptr<TestMemory> memory = memory_for(comm->memory_kinds(), rank);
+      std::unique_ptr<TestMemory> memory = memory_for(under_test.memory, rank);
+      comm->init(CommInit{rank, under_test.world_size, &store, "conformance", timeout_s, memory->device()});
       comm->bind_stream(memory->stream());
-      comm->init(CommInit{rank, under_test.world_size, &store, "conformance", timeout_s});
       Rank r{rank, under_test.world_size, *comm, *memory};
       body(r);
     });
@@ -333,7 +333,7 @@ TEST_P(CommunicatorConformance, GroupedRingExchangeInBothDirections) {
 
 TEST_P(CommunicatorConformance, TagsAndCommunicatorsKeepMessagesApart) {
   if (world() < 2) GTEST_SKIP() << "needs two ranks";
-  const bool by_tag = GetParam().matches_tags;
+  const bool by_tag = GetParam().has(CommCapability::MatchesTags);
   run([by_tag](Rank& r) {
     std::shared_ptr<Communicator> twin = r.comm.split(0, r.rank, "twin");  // same ranks, other messages
     const size_t count = 33;
@@ -429,7 +429,7 @@ TEST_P(CommunicatorConformance, SplitOrdersByKeyAndNests) {
 TEST_P(CommunicatorConformance, RankThatDiesStopsEveryOtherRank) {
   if (world() < 2) GTEST_SKIP() << "needs two ranks";
   const int victim = world() > 3 ? 3 : world() - 1;
-  const bool names_peer = GetParam().names_dead_peer;
+  const bool names_peer = GetParam().has(CommCapability::NamesDeadPeer);
   constexpr double kTimeout = 3;
   constexpr double kSlack = 6;  // process teardown and a loaded machine
   const std::vector<RankOutcome> outcomes = run_ranks_raw(
@@ -484,6 +484,7 @@ std::string failure_of(F&& calls) {
 }
 
 TEST_P(CommunicatorConformance, AbortFromAnotherThreadStopsPendingCalls) {
+  if (world() < 2) GTEST_SKIP() << "needs two ranks (the pending call waits for a peer)";
   constexpr double kTimeout = 10;
   run(
       [&](Rank& r) {
@@ -576,6 +577,111 @@ TEST_P(CommunicatorConformance, RejectsBadArgumentsAndStaysUsable) {
     Buffer<float> sum(r.memory, std::vector<float>{1.0f});
     r.comm.all_reduce(sum.tensor(), ReduceOp::Sum);
     require_equal(sum.download(), std::vector<float>{static_cast<float>(r.world)}, "all_reduce after refused calls");
+  });
+}
+
+TEST_P(CommunicatorConformance, WaitsForWorkQueuedOnTheBoundStream) {
+  // The kernels plugin produces a buffer on the stream and hands it over at once: collectives
+  // and sends must see what that work writes, not what the buffer held before.
+  run([](Rank& r) {
+    const size_t count = 65536;
+    const int n = r.world;
+    Buffer<float> sum(r.memory, count);
+    r.memory.fill_later(sum.tensor().data, static_cast<float>(r.rank + 1), count, 50);
+    r.comm.all_reduce(sum.tensor(), ReduceOp::Sum);
+    require_equal(sum.download(), std::vector<float>(count, static_cast<float>(n * (n + 1) / 2)),
+                  "all_reduce of a buffer written by queued work");
+    if (n < 2) return;
+    Buffer<float> out(r.memory, count), in(r.memory, count);
+    r.memory.fill_later(out.tensor().data, static_cast<float>(100 + r.rank), count, 50);
+    r.comm.group_start();
+    r.comm.send(out.tensor(), (r.rank + 1) % n, 3);
+    r.comm.recv(in.tensor(), (r.rank + n - 1) % n, 3);
+    r.comm.group_end();
+    require_equal(in.download(), std::vector<float>(count, static_cast<float>(100 + (r.rank + n - 1) % n)),
+                  "recv of a buffer the sender's queued work wrote");
+  });
+}
+
+TEST_P(CommunicatorConformance, ScatterGatherPipelineTransfer) {
+  // PTD-P's scatter/gather: each tensor-parallel rank of one stage sends only its 1/t slice of
+  // the activation to the same tensor rank of the next stage, which receives it into that slice
+  // and all-gathers the rest over its tensor-parallel group, in place.
+  if (world() < 2) GTEST_SKIP() << "needs two ranks";
+  run([](Rank& r) {
+    const int t = r.world / 2;  // stage 0: ranks [0, t), stage 1: [t, 2t); any odd rank out idles
+    const int stage = r.rank < t ? 0 : r.rank < 2 * t ? 1 : -1;
+    std::shared_ptr<Communicator> tp = r.comm.split(stage < 0 ? 2 : stage, r.rank, "stage-tp");
+    if (stage < 0) return;
+    const int me = tp->rank();
+    const size_t slice = 4097, total = slice * static_cast<size_t>(t);
+    const std::vector<uint16_t> activation = values<uint16_t>(7, total, 9);  // the same on every TP rank
+    if (stage == 0) {
+      Buffer<uint16_t> sent(r.memory, activation);
+      r.comm.send(sent.tensor().flat_slice(static_cast<int64_t>(me * slice), static_cast<int64_t>(slice)), r.rank + t, 1);
+      r.memory.synchronize();
+    } else {
+      Buffer<uint16_t> received(r.memory, std::vector<uint16_t>(total, float_to_bf16(-99.0f)));
+      const Tensor mine = received.tensor().flat_slice(static_cast<int64_t>(me * slice), static_cast<int64_t>(slice));
+      r.comm.recv(mine, r.rank - t, 1);
+      tp->all_gather(mine, received.tensor());
+      require_equal(received.download(), activation, "the activation gathered over the receiving stage");
+    }
+  });
+}
+
+TEST_P(CommunicatorConformance, InitFailsWhenARankNeverJoins) {
+  if (world() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr double kTimeout = 2;
+  const CommunicatorUnderTest& under_test = GetParam();
+  const int port = net::pick_free_port();
+  const std::vector<RankOutcome> outcomes = run_ranks(under_test.world_size, 60s, [&](int rank) {
+    TcpStore store("127.0.0.1", port, rank, under_test.world_size, 20000ms);
+    if (rank == 1) {  // connected to the store, but never joins the communicator
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kTimeout * 1000 * 3)));
+      return;
+    }
+    std::shared_ptr<Communicator> comm = under_test.create();
+    std::unique_ptr<TestMemory> memory = memory_for(under_test.memory, rank);
+    const auto start = Clock::now();
+    const std::string message = failure_of([&] {
+      comm->init(CommInit{rank, under_test.world_size, &store, "never-joins", kTimeout, memory->device()});
+      comm->barrier();
+    });
+    require(!message.empty(), "init and barrier succeeded without rank 1");
+    require(seconds_since(start) < kTimeout * 2 + 6, "failed only after " + std::to_string(seconds_since(start)) + " s");
+  });
+  for (const RankOutcome& o : outcomes) EXPECT_EQ(o.error, "") << "rank " << o.rank;
+}
+
+TEST_P(CommunicatorConformance, RefusesUseBeforeInitAndASecondInit) {
+  const CommunicatorUnderTest& under_test = GetParam();
+  const int port = net::pick_free_port();
+  const std::vector<RankOutcome> outcomes = run_ranks(1, 60s, [&](int rank) {
+    TcpStore store("127.0.0.1", port, rank, 1, 10000ms);
+    std::shared_ptr<Communicator> comm = under_test.create();
+    std::unique_ptr<TestMemory> memory = memory_for(under_test.memory, rank);
+    require(!failure_of([&] { comm->barrier(); }).empty(), "barrier() before init() was accepted");
+    const CommInit init{0, 1, &store, "twice", 10, memory->device()};
+    comm->init(init);
+    comm->bind_stream(memory->stream());
+    require(!failure_of([&] { comm->init(CommInit{0, 1, &store, "twice-again", 10, memory->device()}); }).empty(),
+            "a second init() was accepted");
+    Buffer<float> one(*memory, std::vector<float>{1.0f});
+    comm->all_reduce(one.tensor(), ReduceOp::Sum);
+    require_equal(one.download(), std::vector<float>{1.0f}, "all_reduce on one rank after the refusals");
+  });
+  for (const RankOutcome& o : outcomes) EXPECT_EQ(o.error, "") << "rank " << o.rank;
+}
+
+TEST_P(CommunicatorConformance, RefusesMemoryItDoesNotMove) {
+  // Host memory is the one kind every build of the suite can offer a communicator that lacks it.
+  if (GetParam().memory_kinds & memory_bit(MemoryKind::Host)) GTEST_SKIP() << "moves host memory";
+  run([](Rank& r) {
+    std::vector<float> host(16, 1.0f);
+    require_error("all_reduce of host memory", [&] {
+      r.comm.all_reduce(Tensor{host.data(), DType::F32, {16}, {}}, ReduceOp::Sum);
+    }, {"all_reduce", "host"});
   });
 }
 

@@ -1,5 +1,7 @@
 #pragma once
-// The communicators a conformance run checks, and what each promises beyond the common contract.
+// The communicators a conformance run checks, each with the memory the suite moves through it
+// and what it declares beyond the common contract.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -13,18 +15,20 @@ namespace ptdp::conformance {
 struct CommunicatorUnderTest {
   std::string name;  // shown in test names: letters, digits and '_' only
   int world_size = 8;
+  MemoryKind memory = MemoryKind::Host;  // where the suite's buffers live
+  uint32_t memory_kinds = 0;             // what it declares it moves (memory_bit bits)
+  uint32_t capabilities = 0;             // and keeps (CommCapability bits)
   // Called once in every rank process, before init().
   std::function<std::shared_ptr<Communicator>()> create;
-  // Messages between two ranks are matched by tag (otherwise only in posting order, as NCCL).
-  bool matches_tags = true;
-  // A collective that fails because a rank died names that rank (NCCL cannot know it).
-  bool names_dead_peer = true;
+
+  bool has(CommCapability c) const { return (capabilities & capability_bit(c)) != 0; }
 };
 
-// The plugins named by PTDP_CONFORMANCE_COMM (comma-separated names or .so paths; default
-// "comm-ucx"), loaded through the plugin registry from the build's plugin folder. Each runs
-// with PTDP_CONFORMANCE_WORLD ranks when set, else 8 for host-memory communicators and one per
-// GPU for device ones.
+// The plugins named by PTDP_CONFORMANCE_COMM: comma-separated entries NAME_OR_PATH[:host|:cuda],
+// default "comm-ucx"; without a memory, host memory when the communicator moves it, else CUDA.
+// Names load from the build's plugin folder through the plugin registry, paths as they are.
+// Each runs with PTDP_CONFORMANCE_WORLD ranks when set; else 8, or one per GPU for a
+// communicator that moves CUDA memory and cannot share a GPU between ranks.
 std::vector<CommunicatorUnderTest> communicators_under_test();
 
 // How GoogleTest shows the parameter (test names and listings).

@@ -1,4 +1,5 @@
 // Host memory for the suite, and the choice of memory for a communicator.
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -22,18 +23,21 @@ class HostMemory final : public TestMemory {
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void* stream() override { return nullptr; }
   void synchronize() override {}
+  void fill_later(void* dst, float value, size_t count, int) override {
+    std::fill_n(static_cast<float*>(dst), count, value);
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<TestMemory> memory_for(uint32_t memory_kinds, int local_rank) {
-  if (memory_kinds & memory_bit(MemoryKind::Host)) return std::make_unique<HostMemory>();
+std::unique_ptr<TestMemory> memory_for(MemoryKind kind, int local_rank) {
+  if (kind == MemoryKind::Host) return std::make_unique<HostMemory>();
 #ifdef PTDP_CONFORMANCE_CUDA
-  if (memory_kinds & memory_bit(MemoryKind::Cuda)) return make_cuda_memory(local_rank);
-#endif
+  return make_cuda_memory(local_rank);
+#else
   (void)local_rank;
-  throw std::runtime_error("the communicator moves no memory this test build can allocate (memory kinds " +
-                           std::to_string(memory_kinds) + ")");
+  throw std::runtime_error("this build of the conformance suite has no CUDA memory (built without CUDA)");
+#endif
 }
 
 }  // namespace ptdp::conformance

@@ -1,6 +1,6 @@
 #pragma once
-// Where the suite's buffers live: host memory for communicators that move host memory, device
-// memory (filled from and read back into host vectors) for those that move only device memory.
+// Where the suite's buffers live: host memory, or device memory filled from and read back into
+// host vectors, with work queued on the stream bound to the communicator.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -21,11 +21,14 @@ class TestMemory {
   virtual void* stream() = 0;
   // Waits for everything enqueued on stream().
   virtual void synchronize() = 0;
+  // Writes `value` into `count` floats at dst as work on stream() that first runs for about
+  // `delay_ms` (at once on the host): an operation must wait for it, not read what was there.
+  virtual void fill_later(void* dst, float value, size_t count, int delay_ms) = 0;
 };
 
-// Memory a communicator declaring `memory_kinds` can move; host memory when it can.
-// Throws when this build has no memory of any kind the communicator moves.
-std::unique_ptr<TestMemory> memory_for(uint32_t memory_kinds, int local_rank);
+// Memory of `kind`; CUDA memory is on GPU local_rank % (GPUs present). Throws when this build
+// of the suite has no memory of that kind.
+std::unique_ptr<TestMemory> memory_for(MemoryKind kind, int local_rank);
 
 template <class T>
 constexpr DType dtype_of();

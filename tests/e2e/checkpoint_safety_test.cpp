@@ -117,7 +117,7 @@ TEST_F(OneSavedStep, TheSizeOfAStepIsWhatTheStartSaid) {
 TEST_F(OneSavedStep, AStepHoldsTheResolvedManifestNotAPath) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json& config = index["metadata"]["config"];
-  EXPECT_EQ(config["model"], run_config_json(load_manifest(ws.manifest()))["model"])
+  EXPECT_EQ(config["model"], nlohmann::json(run_config_json(load_manifest(ws.manifest()))["model"]))
       << "ffn_hidden, layernorm_eps, padded vocab and the rest, as the run resolved them";
   EXPECT_EQ(config["run"]["steps"], 1) << "with the --set overrides applied";
   EXPECT_EQ(config["checkpoint"]["dir"], dir);

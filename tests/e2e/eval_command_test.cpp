@@ -14,7 +14,7 @@ struct Evaluation {
   double loss = NAN, perplexity = NAN;
 };
 
-Evaluation parse(const HostRun& r) {
+Evaluation parse(const CommandResult& r) {
   std::smatch m;
   static const std::regex line(R"(loss ([0-9.]+) \| perplexity ([0-9.]+))");
   Evaluation e;
@@ -29,7 +29,7 @@ class EvalCommand : public ::testing::Test {
                       "checkpoint.dir=\"" + dir + "\""},
                      4);
   }
-  HostRun eval(const std::string& args) const {
+  CommandResult eval(const std::string& args) const {
     return run_host_command("eval " + dir + " --data " + ws.dir() + "/corpus.txt " + args);
   }
   TinyGptWorkspace ws;
@@ -39,7 +39,7 @@ class EvalCommand : public ::testing::Test {
 
 TEST_F(EvalCommand, ALaterStepOfATrainingRunScoresBetter) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
-  const HostRun early = eval("--step 2"), late = eval("");
+  const CommandResult early = eval("--step 2"), late = eval("");
   ASSERT_EQ(early.exit_code, 0) << early.output;
   ASSERT_EQ(late.exit_code, 0) << late.output;
   EXPECT_NE(late.output.find("resumed from " + dir + " at step 6"), std::string::npos) << "the newest by default";
@@ -54,21 +54,21 @@ TEST_F(EvalCommand, ALaterStepOfATrainingRunScoresBetter) {
 
 TEST_F(EvalCommand, MoreThanOneProcessIsRefused) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
-  const HostRun r = eval("--set parallel.tensor=2 --set launch.nproc_per_node=2");
+  const CommandResult r = eval("--set parallel.tensor=2 --set launch.nproc_per_node=2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("eval runs in one process"), std::string::npos) << r.output;
 }
 
 TEST_F(EvalCommand, AStepTheFolderLacksIsRefusedNamingItsSteps) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
-  const HostRun r = eval("--step 3");
+  const CommandResult r = eval("--step 3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find(dir + ": no step 3 (committed steps: 2, 4, 6)"), std::string::npos) << r.output;
 }
 
 TEST(EvalCommandErrors, AMissingFolderIsRefused) {
   TinyGptWorkspace ws;
-  const HostRun r = run_host_command("eval " + ws.dir() + "/nothing --data " + ws.dir() + "/corpus.txt");
+  const CommandResult r = run_host_command("eval " + ws.dir() + "/nothing --data " + ws.dir() + "/corpus.txt");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("no such checkpoint folder"), std::string::npos) << r.output;
 }

@@ -31,9 +31,9 @@ TEST(ExportHf, TheExportedModelGivesPtdpsLossOnTheSameTokens) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   // One sequence of seq_len + 1 = 17 bytes: every window ptdp samples from it is the whole file.
   std::ofstream(tokens) << "the quick brown f";
-  const HostRun exported = run_host_command("export hf " + dir + " " + hf);
+  const CommandResult exported = run_host_command("export hf " + dir + " " + hf);
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
-  const HostRun evaluated = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
+  const CommandResult evaluated = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(evaluated.output, m, std::regex(R"(loss ([0-9.]+))"))) << evaluated.output;
@@ -45,7 +45,7 @@ TEST(ExportHf, TheExportedModelGivesPtdpsLossOnTheSameTokens) {
 }
 
 std::string eval_loss(const std::string& dir, const std::string& tokens) {
-  const HostRun r = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
+  const CommandResult r = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
   std::smatch m;
   return std::regex_search(r.output, m, std::regex(R"(loss ([0-9.]+))")) ? m[1].str() : "no loss: " + r.output;
 }
@@ -60,7 +60,7 @@ TEST(ImportHf, AnExportedModelImportsBackAsStepZeroAndARunStartsFromIt) {
                                  2);
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
-  const HostRun in = run_host_command("import hf " + hf + " " + ws.manifest() + " --set checkpoint.dir=\"" +
+  const CommandResult in = run_host_command("import hf " + hf + " " + ws.manifest() + " --set checkpoint.dir=\"" +
                                       imported + "\"");
   ASSERT_EQ(in.exit_code, 0) << in.output;
   EXPECT_EQ(folder_names(imported), std::vector<std::string>{"step-00000000"});
@@ -77,7 +77,7 @@ TEST(ImportHf, AFolderOfAnotherModelIsRefusedNamingTheDimension) {
   const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf";
   ASSERT_EQ(ws.run({"run.steps=1", "checkpoint.every=1", "checkpoint.dir=\"" + dir + "\""}, 1).exit_code, 0);
   ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
-  const HostRun r = run_host_command("import hf " + hf + " " + ws.manifest() + " --set model.hidden=64" +
+  const CommandResult r = run_host_command("import hf " + hf + " " + ws.manifest() + " --set model.hidden=64" +
                                      " --set checkpoint.dir=\"" + ws.dir() + "/other\"");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("n_embd is 32, model.hidden is 64"), std::string::npos) << r.output;
@@ -86,7 +86,7 @@ TEST(ImportHf, AFolderOfAnotherModelIsRefusedNamingTheDimension) {
 
 TEST(ExportHf, AStepTheFolderLacksIsRefused) {
   TinyGptWorkspace ws;
-  const HostRun r = run_host_command("export hf " + ws.dir() + "/none " + ws.dir() + "/hf");
+  const CommandResult r = run_host_command("export hf " + ws.dir() + "/none " + ws.dir() + "/hf");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("no such checkpoint folder"), std::string::npos) << r.output;
 }

@@ -17,6 +17,16 @@ namespace ptdp::test {
 
 namespace fs = std::filesystem;
 
+CommandResult run_shell(const std::string& command_line) {
+  CommandResult result;
+  FILE* pipe = popen((command_line + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
 TinyGptWorkspace::TinyGptWorkspace() {
   char tmpl[] = "/tmp/ptdp-e2e-XXXXXX";
   dir_ = mkdtemp(tmpl);
@@ -68,36 +78,27 @@ TinyGptWorkspace::~TinyGptWorkspace() {
   fs::remove_all(dir_, ec);
 }
 
-HostRun run_host_command(const std::string& args) { return run_shell(std::string(PTDP_TEST_HOST) + " " + args); }
-
-HostRun run_shell(const std::string& command) {
-  const std::string cmd = command + " 2>&1";
-  HostRun result;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) result.output.append(buf, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
 HostRun TinyGptWorkspace::run(const std::vector<std::string>& sets, int nproc, const std::string& extra_args) const {
   static int counter = 0;
   const std::string metrics = dir_ + "/metrics-" + std::to_string(counter++) + ".jsonl";
-  std::ostringstream args;
-  args << "run " << manifest_ << " --nproc " << nproc << " --metrics " << metrics;
-  for (const auto& s : sets) args << " --set " << s;
-  args << " " << extra_args;
-  HostRun result = run_host_command(args.str());
+  std::ostringstream cmd;
+  cmd << PTDP_TEST_HOST << " run " << manifest_ << " --nproc " << nproc << " --metrics " << metrics;
+  for (const auto& s : sets) cmd << " --set " << s;
+  cmd << " " << extra_args;
+  const CommandResult ran = run_shell(cmd.str());
+  HostRun result;
+  result.exit_code = ran.exit_code;
+  result.output = ran.output;
   std::ifstream in(metrics);
   for (std::string line; std::getline(in, line);)
-    if (!line.empty()) {
-      const auto record = nlohmann::json::parse(line);
+    if (auto record = nlohmann::json::parse(line, nullptr, false); record.contains("step")) {  // not the header
       result.losses.push_back(record["loss"].get<double>());
       result.lrs.push_back(record["lr"].get<double>());
     }
   return result;
 }
+
+CommandResult run_host_command(const std::string& args) { return run_shell(std::string(PTDP_TEST_HOST) + " " + args); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -129,7 +130,7 @@ BackgroundRun::~BackgroundRun() {
 bool BackgroundRun::wait_for_steps(int steps, std::chrono::seconds limit) const {
   const auto until = Clock::now() + limit;
   while (Clock::now() < until) {
-    if (count_lines(metrics_path_) >= steps) return true;
+    if (count_steps(metrics_path_) >= steps) return true;
     siginfo_t info{};
     // WNOWAIT: look whether it ended without reaping it, so wait() still gets the status.
     if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_)
@@ -157,10 +158,11 @@ std::string BackgroundRun::output() const {
   return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
-int count_lines(const std::string& path) {
-  std::ifstream in(path);
+int count_steps(const std::string& metrics_path) {
+  std::ifstream in(metrics_path);
   int n = 0;
-  for (std::string line; std::getline(in, line);) n += !line.empty();
+  for (std::string line; std::getline(in, line);)
+    n += nlohmann::json::parse(line, nullptr, false).contains("step");  // a complete step line, not the header
   return n;
 }
 

@@ -16,6 +16,14 @@ struct HostRun {
   std::vector<double> lrs;     // the learning rate of each step, from --metrics
 };
 
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line and waits for it.
+CommandResult run_shell(const std::string& command_line);
+
 // A folder holding a byte-level text corpus and a manifest of a tiny GPT trained on it.
 class TinyGptWorkspace {
  public:
@@ -40,7 +48,7 @@ class BackgroundRun {
   BackgroundRun& operator=(const BackgroundRun&) = delete;
 
   pid_t pid() const { return pid_; }
-  // Waits until `metrics_path` holds `steps` lines; false if the job ended or `limit` passed first.
+  // Waits until `metrics_path` holds `steps` steps; false if the job ended or `limit` passed first.
   bool wait_for_steps(int steps, std::chrono::seconds limit) const;
   // The exit code as HostRun::exit_code gives it, or nullopt when the job still ran after `limit`.
   std::optional<int> wait(std::chrono::seconds limit);
@@ -52,13 +60,11 @@ class BackgroundRun {
   bool reaped_ = false;
 };
 
-// A shell command line, with its exit code and its output (stdout and stderr).
-HostRun run_shell(const std::string& command);
-// `ptdp-host ARGS` (any subcommand).
-HostRun run_host_command(const std::string& args);
+// `ptdp-host ARGS` (any subcommand), through run_shell.
+CommandResult run_host_command(const std::string& args);
 
-// Non-empty lines of a file (0 when it does not exist).
-int count_lines(const std::string& path);
+// Step lines of a metrics log, its header record not counted (0 when it does not exist).
+int count_steps(const std::string& metrics_path);
 
 // The names of the entries of a folder, sorted (a ckpt-fs folder: "step-00000002", ...).
 std::vector<std::string> folder_names(const std::string& dir);

@@ -47,7 +47,7 @@ TEST(RankFailure, KilledRankStopsTheJobWithAClearError) {
   const pid_t launcher = job.pid();
   // Wait until two steps are on disk, then kill rank 1 the hard way.
   ASSERT_TRUE(job.wait_for_steps(2, std::chrono::seconds(60))) << "the job did not train:\n" << job.output();
-  const int steps_before = count_lines(metrics);
+  const int steps_before = count_steps(metrics);
   const pid_t victim = find_rank(launcher, 1);
   ASSERT_GT(victim, 0);
   ASSERT_EQ(kill(victim, SIGKILL), 0);
@@ -58,7 +58,7 @@ TEST(RankFailure, KilledRankStopsTheJobWithAClearError) {
   EXPECT_NE(*code, 0);
   const std::string output = job.output();
   EXPECT_NE(output.find("rank 1 killed by signal 9"), std::string::npos) << output;
-  EXPECT_GE(count_lines(metrics), steps_before) << "metrics written before the failure were lost";
+  EXPECT_GE(count_steps(metrics), steps_before) << "metrics written before the failure were lost";
   EXPECT_EQ(find_rank(launcher, 0), -1) << "rank 0 outlived the job";
 }
 

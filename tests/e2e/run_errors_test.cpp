@@ -1,6 +1,8 @@
 // `ptdp-host run` refuses a bad job with a clear message before any rank starts.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "host_run.hpp"
 
 namespace ptdp::test {
@@ -84,6 +86,32 @@ TEST(RunErrors, MissingDataFile) {
   const HostRun r = ws.run({"data.path=\"/nonexistent/tokens.bin\""}, 1);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("/nonexistent/tokens.bin"), std::string::npos) << r.output;
+}
+
+bool plugin_built(const std::string& name) {
+  return std::filesystem::exists(std::string(PTDP_TEST_PLUGIN_DIR) + "/libptdp-" + name + ".so");
+}
+
+TEST(RunErrors, CommunicatorThatCannotMoveTheKernelsMemory) {
+  if (!plugin_built("comm-nccl")) GTEST_SKIP() << "comm-nccl is not built (no CUDA)";
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"plugins.comm=\"comm-nccl\""}, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("plugins.comm 'comm-nccl' cannot move host memory, which plugins.kernels 'kernels-ref' "
+                          "computes in"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(RunErrors, GpuKernelsOnAMachineWithoutAGpu) {
+  if (!plugin_built("kernels-fused")) GTEST_SKIP() << "kernels-fused is not built (no CUDA)";
+  if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has a GPU";
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"plugins.kernels=\"kernels-fused\"", "precision.params=\"bf16\""}, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("plugins.kernels 'kernels-fused' computes on GPUs, but this process sees none"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ void stop_saves_and_resume_continues(int nproc, int signal, const std::vector<st
   const std::optional<int> code = job.wait(60s);
   ASSERT_TRUE(code.has_value()) << "the job did not stop within 60 s of the signal:\n" << job.output();
   EXPECT_EQ(*code, 75) << job.output();
-  const int trained = count_lines(metrics);
+  const int trained = count_steps(metrics);
   const std::string step = std::to_string(trained);
   EXPECT_NE(job.output().find("stopped by signal " + std::to_string(signal) + " after step " + step + "/100000"),
             std::string::npos)

@@ -108,6 +108,7 @@ class ThreadCommunicator final : public Communicator {
   int size() const override { return g_->size; }
   std::string name() const override { return g_->name; }
   uint32_t memory_kinds() const override { return memory_bit(MemoryKind::Host); }
+  uint32_t capabilities() const override { return capability_bit(CommCapability::MatchesTags); }
   void bind_stream(void*) override {}
 
   std::shared_ptr<Communicator> split(int color, int key, const std::string& name) override {

@@ -10,6 +10,17 @@
 //   its own group. Messages between one pair of ranks with the same tag arrive in order.
 // - A failure (peer gone, timeout, abort) throws ptdp::Error naming the rank, the peer or group,
 //   and the operation; it never hangs past the configured timeout.
+//
+// Device placement is the core's. For every rank it picks one device (local rank → GPU, several
+// ranks per GPU when launch.ranks_per_gpu > 1) and hands that same device to both plugins, in
+// this order, before either touches it:
+//   1. create the communicator and the kernels plugin (constructors touch no device);
+//   2. Communicator::init(CommInit{..., device}): a CUDA communicator makes `device` current on
+//      the calling thread before its first CUDA call;
+//   3. split the world into the parallel groups;
+//   4. LayerKernels::bind(KernelsBinding{..., device_index = device.index, tp = the TP group});
+//   5. bind_stream(kernels.stream()) on the world and on every group, so that transfers and
+//      collectives of device memory are ordered with the kernels that produce and consume it.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,12 +33,23 @@ namespace ptdp {
 
 enum class ReduceOp : uint32_t { Sum, Max, Min };
 
+// What a communicator promises beyond the common contract, as bits of capabilities(). The core's
+// pairing rules and the conformance suite read these, never a plugin's name.
+enum class CommCapability : uint32_t {
+  MatchesTags = 1u << 0,    // send/recv match by tag; without it, in posting order only (NCCL)
+  NamesDeadPeer = 1u << 1,  // a collective that fails because a rank died names that rank
+  SharesDevice = 1u << 2,   // several ranks may use one GPU (NCCL refuses a duplicate GPU)
+};
+inline uint32_t capability_bit(CommCapability c) { return static_cast<uint32_t>(c); }
+
 struct CommInit {
   int rank = 0;                 // this process in the world group
   int size = 1;                 // world size
   Rendezvous* store = nullptr;  // shared by every rank; outlives init()
   std::string key_prefix;       // namespace for this communicator's keys in the store
   double timeout_s = 60.0;      // how long any blocking wait may last before it fails
+  Device device;                // the device this rank computes on (the kernels plugin gets the
+                                // same one); Host for CPU ranks
 };
 
 class Communicator {
@@ -43,6 +65,8 @@ class Communicator {
   virtual std::string name() const = 0;
   // Bit set of memory_bit(MemoryKind) this communicator can move.
   virtual uint32_t memory_kinds() const = 0;
+  // Bit set of capability_bit(CommCapability) this communicator keeps.
+  virtual uint32_t capabilities() const = 0;
 
   // Collective over this communicator: ranks passing the same color form a new group, ordered
   // by key (ties by current rank). The result is named `name` in messages.

@@ -112,7 +112,7 @@ struct KernelsBinding {
   int tp_rank = 0;
   int tp_size = 1;
   Communicator* tp = nullptr;  // the tensor-parallel group (size tp_size); may be null if 1
-  int device_index = 0;        // local device for accelerator backends
+  int device_index = 0;        // the device the core placed this rank on (accelerator backends)
 };
 
 struct AdamStep {
@@ -129,8 +129,14 @@ class LayerKernels {
  public:
   virtual ~LayerKernels() = default;
 
+  // Called once, after the core initialized the communicator on the same device (the order is in
+  // communicator.hpp); the backend creates its stream and memory on binding.device_index.
   virtual void bind(const KernelsBinding& binding) = 0;
+  // The memory kind is fixed from creation; the index is binding.device_index once bound.
   virtual Device device() const = 0;
+  // How many devices of device().kind this process can bind (the GPUs it sees; 1 for the host).
+  // Asked before bind(), to place ranks; it must not create a device context.
+  virtual int device_count() const = 0;
   virtual DType activation_dtype() const = 0;  // dtype of [s, b, h] activations between layers
 
   virtual std::shared_ptr<EmbeddingLayer> make_embedding() = 0;

@@ -14,6 +14,7 @@ class HostMemoryKernels final : public LayerKernels {
 
   void bind(const KernelsBinding&) override { unused("bind"); }
   Device device() const override { return Device{}; }
+  int device_count() const override { return 1; }
   DType activation_dtype() const override { return DType::F32; }
   std::shared_ptr<EmbeddingLayer> make_embedding() override { unused("make_embedding"); }
   std::shared_ptr<TransformerBlock> make_block(int) override { unused("make_block"); }

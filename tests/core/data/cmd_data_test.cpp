@@ -2,12 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
-#include <sys/wait.h>
 
 #include "data/token_dataset.hpp"
 #include "scratch_dir.hpp"
+#include "support/host_command.hpp"
 
 namespace ptdp {
 namespace {
@@ -16,24 +14,10 @@ using test::read_bytes;
 using test::ScratchDir;
 using test::write_bytes;
 
-struct HostResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using test::HostResult;
+using test::quoted;
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-HostResult run_host(const std::string& args) {
-  std::string command = quoted(PTDP_TEST_HOST) + " " + args + " 2>&1";
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+HostResult run_host(const std::string& args) { return test::run_host_command(PTDP_TEST_HOST, args); }
 
 std::vector<uint8_t> text_bytes(const std::string& text) { return {text.begin(), text.end()}; }
 

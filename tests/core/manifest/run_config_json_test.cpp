@@ -23,7 +23,7 @@ TEST(RunConfigJson, WrittenBackAsAManifestItLoadsTheSameConfiguration) {
   const std::string manifest = manifest_text(resolved);
   EXPECT_EQ(manifest.find("padded_vocab"), std::string::npos);
   const RunConfig reloaded = load_manifest_string(manifest, "resolved.toml");
-  EXPECT_EQ(run_config_json(reloaded), resolved) << manifest;
+  EXPECT_EQ(nlohmann::json(run_config_json(reloaded)), resolved) << manifest;
 }
 
 }  // namespace

@@ -1,38 +1,22 @@
 // ptdp-host plot, run as a user would: the SVG it writes and its one-line errors (exit 2).
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <utility>
-#include <sys/wait.h>
 
+#include "support/host_command.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ptdp {
 namespace {
 
-struct HostResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using test::HostResult;
+using test::quoted;
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-HostResult run_host(const std::string& args) {
-  const std::string command = quoted(PTDP_TEST_HOST) + " plot " + args + " 2>&1";
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+HostResult run_host(const std::string& args) { return test::run_host_command(PTDP_TEST_HOST, "plot " + args); }
 
 class HostPlotCommand : public ::testing::Test {
  protected:
@@ -63,6 +47,18 @@ TEST_F(HostPlotCommand, WritesTheSvgOfEveryRun) {
   EXPECT_NE(svg.find(">a.jsonl</text>"), std::string::npos);
   EXPECT_NE(svg.find(">b.jsonl</text>"), std::string::npos);
   EXPECT_NE(svg.find("class=\"val-loss\""), std::string::npos);
+}
+
+TEST_F(HostPlotCommand, TheHeaderRecordAddsTheLayoutToTheLegend) {
+  const std::string header =
+      "{\"record\":\"header\",\"ptdp_version\":\"0.1.0\",\"manifest\":\"m.toml\",\"manifest_hash\":\"\","
+      "\"layout\":{\"pipeline\":2,\"tensor\":2,\"data\":1,\"virtual_stages\":2,\"microbatches\":4,"
+      "\"world_size\":4},\"device\":\"cpu\",\"host\":\"h\",\"plugins\":[],\"settings\":{}}\n";
+  const std::string a = file("a.jsonl", header + kRun), out = path("loss.svg");
+  HostResult result = run_host(quoted(a) + " --svg " + quoted(out));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, out + ": 1 run, 3 steps\n");
+  EXPECT_NE(read(out).find(">a.jsonl (p2 t2 d1 v2)</text>"), std::string::npos);
 }
 
 TEST_F(HostPlotCommand, RunsOfTheSameFileNameAreToldApartByPath) {

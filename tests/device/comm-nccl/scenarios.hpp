@@ -16,7 +16,8 @@ struct RankSetup {
   const CommPlugin* plugin = nullptr;
 };
 
-// Every operation, split, the refusals and the failure paths that one GPU per rank can show.
+// What is particular to comm-nccl (its lifecycle, the watchdog, synchronous mode, NCCL's own
+// refusals and failure paths); the Communicator conformance suite checks the common contract.
 int run_world_checks(const RankSetup& setup);
 // Two ranks exchange like neighbouring pipeline stages; rank 1 dies in the middle of a step and
 // rank 0 must stop with a clear error naming it within the watchdog's timeout.

@@ -21,6 +21,7 @@ class NamedGroup final : public Communicator {
   int size() const override { return size_; }
   std::string name() const override { return "tp[test]"; }
   uint32_t memory_kinds() const override { return kinds_; }
+  uint32_t capabilities() const override { return 0; }
   std::shared_ptr<Communicator> split(int, int, const std::string&) override { return nullptr; }
   void bind_stream(void*) override { ADD_FAILURE() << "bind_stream on a refused binding"; }
   void all_reduce(Tensor, ReduceOp) override {}

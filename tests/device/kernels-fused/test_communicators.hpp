@@ -26,6 +26,7 @@ class SoloCommunicator final : public Communicator {
   int size() const override { return 1; }
   std::string name() const override { return "solo"; }
   uint32_t memory_kinds() const override { return memory_bit(MemoryKind::Host) | memory_bit(MemoryKind::Cuda); }
+  uint32_t capabilities() const override { return 0; }
   std::shared_ptr<Communicator> split(int, int, const std::string&) override { return std::make_shared<SoloCommunicator>(); }
   void bind_stream(void* stream) override { stream_ = static_cast<cudaStream_t>(stream); }
   void all_reduce(Tensor, ReduceOp) override {}
@@ -144,6 +145,7 @@ class ThreadRankCommunicator final : public Communicator {
   int size() const override { return group_->size(); }
   std::string name() const override { return "threads"; }
   uint32_t memory_kinds() const override { return memory_bit(MemoryKind::Cuda); }
+  uint32_t capabilities() const override { return 0; }
   std::shared_ptr<Communicator> split(int, int, const std::string&) override {
     throw Error("thread group: split is not supported");
   }

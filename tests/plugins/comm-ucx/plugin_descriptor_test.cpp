@@ -69,7 +69,14 @@ TEST(CommUcxPlugin, CreatedCommunicatorReadsItsConfiguration) {
   context.config = &config;
   std::unique_ptr<Communicator, void (*)(void*)> comm(static_cast<Communicator*>(d->create(&context)), d->destroy);
   ASSERT_NE(comm, nullptr);
+#ifdef PTDP_UCX_CUDA
+  EXPECT_EQ(comm->memory_kinds(), memory_bit(MemoryKind::Host) | memory_bit(MemoryKind::Cuda));
+#else
   EXPECT_EQ(comm->memory_kinds(), memory_bit(MemoryKind::Host));
+#endif
+  EXPECT_EQ(comm->capabilities(), capability_bit(CommCapability::MatchesTags) |
+                                      capability_bit(CommCapability::NamesDeadPeer) |
+                                      capability_bit(CommCapability::SharesDevice));
   TcpStore store("127.0.0.1", 0, 0, 1, std::chrono::seconds(5));
   try {
     comm->init(CommInit{0, 1, &store, "descriptor-test", 30});

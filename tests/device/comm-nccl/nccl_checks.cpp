@@ -13,6 +13,7 @@ using ptdp::ReduceOp;
 
 ptdp::CommInit comm_init(const RankSetup& setup, const std::string& prefix, double timeout_s) {
   ptdp::CommInit init;
+  init.device = ptdp::Device{ptdp::MemoryKind::Cuda, setup.device};
   init.rank = setup.rank;
   init.size = setup.size;
   init.store = setup.store;
@@ -49,19 +50,6 @@ namespace {
 
 constexpr double kTimeout = 30.0;  // for the communicators that are meant to work
 
-double reduce(ReduceOp op, double a, double b) {
-  switch (op) {
-    case ReduceOp::Sum: return a + b;
-    case ReduceOp::Max: return std::max(a, b);
-    case ReduceOp::Min: return std::min(a, b);
-  }
-  return 0;
-}
-
-const char* op_name(ReduceOp op) {
-  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : "min";
-}
-
 class WorldChecks {
  public:
   explicit WorldChecks(const RankSetup& setup) : s_(setup), runner_(setup.rank) {
@@ -78,9 +66,6 @@ class WorldChecks {
     comm->init(comm_init(s_, prefix, timeout_s));
     return comm;
   }
-  void collectives();
-  void point_to_point();
-  void splits();
   void streams();
   void refusals();
   void failures();
@@ -103,9 +88,6 @@ int WorldChecks::run() {
     world_->bind_stream(stream_);
   });
   if (!world_) return runner_.failures();
-  collectives();
-  point_to_point();
-  splits();
   streams();
   refusals();
   failures();
@@ -116,164 +98,6 @@ int WorldChecks::run() {
     expect(seconds_since(start) < 10, "destruction took " + std::to_string(seconds_since(start)) + " s");
   });
   return runner_.failures();
-}
-
-void WorldChecks::collectives() {
-  const int64_t n = 1000;
-  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64}) {
-    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min}) {
-      const std::string name = std::string("all_reduce ") + ptdp::dtype_name(dtype) + " " + op_name(op);
-      runner_.run(name, [&] {
-        DeviceBuffer buffer(dtype, n, s_.device);
-        buffer.upload(values_of(s_.rank, n));
-        world_->all_reduce(buffer.tensor(), op);
-        drain(stream_, kTimeout);
-        std::vector<double> want = values_of(0, n);
-        for (int r = 1; r < s_.size; ++r)
-          for (int64_t i = 0; i < n; ++i) want[i] = reduce(op, want[i], value_at(r, i));
-        expect_values(buffer.download(), want, name);
-      });
-    }
-  }
-
-  runner_.run("reduce_scatter f32 sum", [&] {
-    DeviceBuffer input(DType::F32, n * s_.size, s_.device);
-    DeviceBuffer output(DType::F32, n, s_.device);
-    input.upload(values_of(s_.rank, n * s_.size));
-    world_->reduce_scatter(input.tensor(), output.tensor(), ReduceOp::Sum);
-    drain(stream_, kTimeout);
-    std::vector<double> want(n, 0.0);
-    for (int r = 0; r < s_.size; ++r)
-      for (int64_t i = 0; i < n; ++i) want[i] += value_at(r, s_.rank * n + i);
-    expect_values(output.download(), want, "reduce_scatter");
-  });
-
-  runner_.run("reduce_scatter in place (output is this rank's slice)", [&] {
-    DeviceBuffer buffer(DType::F32, n * s_.size, s_.device);
-    buffer.upload(values_of(s_.rank, n * s_.size));
-    world_->reduce_scatter(buffer.tensor(), buffer.tensor().flat_slice(s_.rank * n, n), ReduceOp::Max);
-    drain(stream_, kTimeout);
-    const std::vector<double> all = buffer.download();
-    for (int64_t i = 0; i < n; ++i) {
-      double want = value_at(0, s_.rank * n + i);
-      for (int r = 1; r < s_.size; ++r) want = std::max(want, value_at(r, s_.rank * n + i));
-      expect(all[s_.rank * n + i] == want, "element " + std::to_string(i) + " of this rank's slice is wrong");
-    }
-  });
-
-  runner_.run("all_gather bf16", [&] {
-    DeviceBuffer input(DType::BF16, n, s_.device);
-    DeviceBuffer output(DType::BF16, n * s_.size, s_.device);
-    input.upload(values_of(s_.rank, n));
-    world_->all_gather(input.tensor(), output.tensor());
-    drain(stream_, kTimeout);
-    std::vector<double> want;
-    for (int r = 0; r < s_.size; ++r) {
-      const auto part = values_of(r, n);
-      want.insert(want.end(), part.begin(), part.end());
-    }
-    expect_values(output.download(), want, "all_gather");
-  });
-
-  runner_.run("broadcast i64 from every root", [&] {
-    for (int root = 0; root < s_.size; ++root) {
-      DeviceBuffer buffer(DType::I64, n, s_.device);
-      buffer.upload(values_of(s_.rank, n));
-      world_->broadcast(buffer.tensor(), root);
-      drain(stream_, kTimeout);
-      expect_values(buffer.download(), values_of(root, n), "broadcast from rank " + std::to_string(root));
-    }
-  });
-
-  runner_.run("zero-element operations are no-ops", [&] {
-    DeviceBuffer empty(DType::F32, 0, s_.device);
-    world_->all_reduce(empty.tensor(), ReduceOp::Sum);
-    world_->broadcast(empty.tensor(), 0);
-    drain(stream_, kTimeout);
-  });
-}
-
-void WorldChecks::point_to_point() {
-  const int64_t n = 4096;
-  const int next = (s_.rank + 1) % s_.size;
-  const int previous = (s_.rank + s_.size - 1) % s_.size;
-
-  runner_.run("send/recv around the ring in one group (to self on one rank)", [&] {
-    DeviceBuffer out(DType::F32, n, s_.device);
-    DeviceBuffer in(DType::F32, n, s_.device);
-    out.upload(values_of(s_.rank, n));
-    world_->group_start();
-    world_->send(out.tensor(), next, 0);
-    world_->recv(in.tensor(), previous, 0);
-    world_->group_end();
-    drain(stream_, kTimeout);
-    expect_values(in.download(), values_of(previous, n), "received");
-  });
-
-  runner_.run("two messages to one peer arrive in the order posted", [&] {
-    DeviceBuffer first_out(DType::I32, n, s_.device), second_out(DType::I32, n, s_.device);
-    DeviceBuffer first_in(DType::I32, n, s_.device), second_in(DType::I32, n, s_.device);
-    first_out.upload(values_of(s_.rank, n));
-    second_out.upload(values_of(s_.rank + 100, n));
-    world_->group_start();
-    world_->send(first_out.tensor(), next, 1);
-    world_->send(second_out.tensor(), next, 2);
-    world_->recv(first_in.tensor(), previous, 1);
-    world_->recv(second_in.tensor(), previous, 2);
-    world_->group_end();
-    drain(stream_, kTimeout);
-    expect_values(first_in.download(), values_of(previous, n), "first message");
-    expect_values(second_in.download(), values_of(previous + 100, n), "second message");
-  });
-
-  // PTD-P's scatter/gather transfer: the sender sends only its TP rank's 1/t of the activation,
-  // the receiver takes it straight into that slice and all-gathers the rest over its TP group.
-  // Here every rank is both stages of a pipeline looped onto itself, with tp = the world.
-  runner_.run("scatter/gather pipeline transfer (slice send/recv + in-place all_gather)", [&] {
-    const int64_t total = n * s_.size;
-    DeviceBuffer activation(DType::BF16, total, s_.device);
-    DeviceBuffer received(DType::BF16, total, s_.device);
-    activation.upload(values_of(7, total));  // the same on every TP rank, as activations are
-    world_->group_start();
-    world_->send(activation.tensor().flat_slice(s_.rank * n, n), s_.rank, 0);
-    world_->recv(received.tensor().flat_slice(s_.rank * n, n), s_.rank, 0);
-    world_->group_end();
-    world_->all_gather(received.tensor().flat_slice(s_.rank * n, n), received.tensor());
-    drain(stream_, kTimeout);
-    expect_values(received.download(), values_of(7, total), "gathered activation");
-  });
-}
-
-void WorldChecks::splits() {
-  runner_.run("split with keys in reverse order", [&] {
-    auto reversed = world_->split(0, s_.size - 1 - s_.rank, "reversed");
-    expect(reversed->name() == "reversed", "name() is " + reversed->name());
-    expect(reversed->size() == s_.size, "size() is " + std::to_string(reversed->size()));
-    expect(reversed->rank() == s_.size - 1 - s_.rank, "rank() is " + std::to_string(reversed->rank()));
-    reversed->bind_stream(stream_);
-    DeviceBuffer buffer(DType::I32, 8, s_.device);
-    buffer.upload(std::vector<double>(8, reversed->rank() + 1));
-    reversed->all_reduce(buffer.tensor(), ReduceOp::Sum);
-    drain(stream_, kTimeout);
-    expect_values(buffer.download(), std::vector<double>(8, s_.size * (s_.size + 1) / 2), "sum over the group");
-  });
-
-  runner_.run("split by parity, the way TP/DP/PP groups are made", [&] {
-    const int color = s_.rank % 2;
-    auto group = world_->split(color, s_.rank, "parity[" + std::to_string(color) + "]");
-    std::vector<int> members;
-    for (int r = color; r < s_.size; r += 2) members.push_back(r);
-    expect(group->size() == static_cast<int>(members.size()), "size() is " + std::to_string(group->size()));
-    expect(group->rank() == s_.rank / 2, "rank() is " + std::to_string(group->rank()));
-    group->bind_stream(stream_);
-    DeviceBuffer buffer(DType::F32, 8, s_.device);
-    buffer.upload(std::vector<double>(8, s_.rank));
-    group->all_reduce(buffer.tensor(), ReduceOp::Sum);
-    drain(stream_, kTimeout);
-    double want = 0;
-    for (int r : members) want += r;
-    expect_values(buffer.download(), std::vector<double>(8, want), "sum over the group");
-  });
 }
 
 void WorldChecks::streams() {
@@ -303,13 +127,6 @@ void WorldChecks::streams() {
     expect_values(buffer.download(), want, "without any synchronization by the caller");
   });
 
-  runner_.run("device = <this GPU> in the config", [&] {
-    auto comm = make("explicit-device", kTimeout, {{"device", static_cast<int64_t>(s_.device)}, {"synchronous", true}});
-    DeviceBuffer buffer(DType::I32, 16, s_.device);
-    buffer.upload(std::vector<double>(16, 1));
-    comm->all_reduce(buffer.tensor(), ReduceOp::Sum);
-    expect_values(buffer.download(), std::vector<double>(16, s_.size), "sum of ones");
-  });
 }
 
 void WorldChecks::refusals() {

@@ -1,0 +1,68 @@
+#include "plan/memory_model.hpp"
+
+#include <algorithm>
+
+namespace ptdp {
+namespace {
+
+constexpr double kWeightBytes = 2, kGradientBytes = 4, kOptimizerBytes = 12;  // per parameter
+constexpr double kActivationBytes = 2;                                        // 16-bit activations
+constexpr double kLogitBytes = 4;                                             // fp32 logits
+
+double padded_vocab(const RunConfig::Model& m, int tensor) {
+  return static_cast<double>((m.vocab + tensor - 1) / tensor * tensor);
+}
+
+}  // namespace
+
+double parameters_on_gpu(const RunConfig::Model& m, const PlanLayout& layout, int stage) {
+  const double h = m.hidden, t = layout.tensor;
+  const double layers = static_cast<double>(m.layers) / layout.pipeline;
+  // Q, K, V, output projection and the two MLP matrices, their biases (5h + ffn), two LayerNorms
+  // (4h): 12h² + 13h for ffn = 4h, the paper's count.
+  const double per_layer = 4 * h * h + 2 * h * m.ffn_hidden + 9 * h + m.ffn_hidden;
+  double params = layers * per_layer / t;
+  const double embedding = padded_vocab(m, layout.tensor) * h / t;
+  if (stage == 0) params += embedding + static_cast<double>(m.seq_len) * h;
+  if (stage == layout.pipeline - 1) params += 2 * h + (layout.pipeline > 1 ? embedding : 0);  // tied copy
+  return params;
+}
+
+double layer_activation_bytes(const RunConfig::Model& m, const PlanLayout& layout, const ClusterSpec& cluster) {
+  const double sbh = static_cast<double>(m.seq_len) * layout.micro_batch * m.hidden, t = layout.tensor;
+  double bytes = sbh * (10 + 24 / t);
+  if (cluster.attention_scores_in_memory)
+    bytes += 5.0 * m.heads * m.seq_len * static_cast<double>(m.seq_len) * layout.micro_batch / t;
+  return bytes;
+}
+
+MemoryBreakdown memory_per_gpu(const RunConfig::Model& m, const PlanLayout& layout, const ClusterSpec& cluster,
+                               const std::vector<int>& peak_activations) {
+  const double layers_per_chunk = static_cast<double>(m.layers) / (layout.pipeline * layout.virtual_stages);
+  const double full_layer = layer_activation_bytes(m, layout, cluster);
+  const double kept_per_layer =
+      layout.recompute ? kActivationBytes * m.seq_len * static_cast<double>(layout.micro_batch) * m.hidden : full_layer;
+  MemoryBreakdown busiest;
+  for (int stage : {0, layout.pipeline - 1}) {
+    MemoryBreakdown b;
+    b.stage = stage;
+    const double params = parameters_on_gpu(m, layout, stage);
+    b.weights = params * kWeightBytes;
+    b.gradients = params * kGradientBytes;
+    b.optimizer_state = params * kOptimizerBytes / (layout.distributed_optimizer ? layout.data : 1);
+    b.workspace = cluster.workspace_bytes;
+    if (peak_activations.empty()) {  // the model state alone
+      if (b.total() > busiest.total()) busiest = b;
+      continue;
+    }
+    b.activations = peak_activations.at(stage) * layers_per_chunk * kept_per_layer;
+    if (layout.recompute) b.activations += full_layer;  // the layer being recomputed
+    if (stage == layout.pipeline - 1)
+      b.activations += static_cast<double>(layout.micro_batch) * m.seq_len * padded_vocab(m, layout.tensor) /
+                       layout.tensor * kLogitBytes;
+    if (b.total() > busiest.total()) busiest = b;
+  }
+  return busiest;
+}
+
+}  // namespace ptdp

@@ -1,0 +1,66 @@
+#include "plan/pipeline_simulation.hpp"
+
+#include <cmath>
+
+#include "plugin/plugin_factory.hpp"
+#include "schedule/instruction_stream.hpp"
+#include "schedule/pipeline_schedule.hpp"
+#include "schedule/schedule_simulator.hpp"
+
+namespace ptdp {
+
+namespace {
+
+std::tuple<int, int, int> key_of(const ScheduleShape& s) { return {s.stages, s.chunks, s.microbatches}; }
+
+// Three significant digits: transfer latencies that differ below that give the same makespan to
+// well within the model's accuracy, and the cache then serves a whole search.
+double rounded(double x) {
+  if (x <= 0) return 0;
+  const double scale = std::pow(10.0, std::floor(std::log10(x)) - 2);
+  return std::round(x / scale) * scale;
+}
+
+}  // namespace
+
+PipelineSimulation::PipelineSimulation(const std::vector<std::string>& plugin_search_path)
+    : registry_(PluginRegistry::default_search_path(plugin_search_path)) {}
+
+std::string PipelineSimulation::scheduler_for(const ScheduleShape& shape) {
+  return shape.chunks > 1 ? "sched-interleaved" : "sched-1f1b";
+}
+
+std::shared_ptr<const std::vector<InstructionStream>> PipelineSimulation::streams(const ScheduleShape& shape) {
+  for (const auto& [key, streams] : recent_streams_)
+    if (key == key_of(shape)) return streams;
+  const std::string name = scheduler_for(shape);
+  auto& scheduler = schedulers_[name];
+  if (!scheduler)
+    scheduler = create_plugin<Scheduler>(registry_.load(name, PluginKind::Scheduler, "scheduler"), toml::table{}, 0, 1);
+  PipelineSchedule schedule = plan_schedule(*scheduler, shape);
+  peaks_[key_of(shape)] = schedule.report.peak_activations;
+  auto streams = std::make_shared<const std::vector<InstructionStream>>(std::move(schedule.streams));
+  recent_streams_.emplace_front(key_of(shape), streams);
+  if (recent_streams_.size() > kRecentShapes) recent_streams_.pop_back();
+  return streams;
+}
+
+const std::vector<int>& PipelineSimulation::peak_activations(const ScheduleShape& shape) {
+  auto found = peaks_.find(key_of(shape));
+  if (found == peaks_.end()) {
+    streams(shape);
+    found = peaks_.find(key_of(shape));
+  }
+  return found->second;
+}
+
+double PipelineSimulation::makespan(const ScheduleShape& shape, double backward_ratio, double transfer_latency) {
+  const double latency = rounded(transfer_latency);
+  const auto key = std::make_tuple(shape.stages, shape.chunks, shape.microbatches, backward_ratio, latency);
+  auto found = makespans_.find(key);
+  if (found != makespans_.end()) return found->second;
+  const SimulationResult result = simulate_schedule(shape, *streams(shape), {1.0, backward_ratio, latency});
+  return makespans_[key] = result.makespan;
+}
+
+}  // namespace ptdp

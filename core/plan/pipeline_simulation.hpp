@@ -1,0 +1,50 @@
+#pragma once
+// The planner's view of a pipeline step: the stock schedulers' ops for a shape (sched-1f1b for
+// v = 1, sched-interleaved for v > 1, loaded as plugins the way a run loads them), lowered and
+// verified like a run's, then replayed by the schedule simulator. Results are cached, since a
+// search asks for the same shapes again and again; the lowered streams only for the last few
+// shapes (a search asks for one shape's layouts one after another, and all of them would take
+// hundreds of MB at a thousand GPUs).
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "plugin/plugin_registry.hpp"
+#include "ptdp/scheduler.hpp"
+#include "schedule/instruction_stream.hpp"
+
+namespace ptdp {
+
+class PipelineSimulation {
+ public:
+  // `plugin_search_path`: folders searched before the default ones (ptdp-host's --path).
+  explicit PipelineSimulation(const std::vector<std::string>& plugin_search_path = {});
+
+  // Per stage, the most microbatch-chunks whose activations are alive at once.
+  const std::vector<int>& peak_activations(const ScheduleShape& shape);
+
+  // The step's makespan in units of one microbatch's forward through a stage (t_f = 1), with a
+  // backward of `backward_ratio` and `transfer_latency` (in the same units) per transfer.
+  double makespan(const ScheduleShape& shape, double backward_ratio, double transfer_latency);
+
+  // The scheduler plugin that serves a shape ("sched-1f1b" or "sched-interleaved").
+  static std::string scheduler_for(const ScheduleShape& shape);
+
+ private:
+  using ShapeKey = std::tuple<int, int, int>;  // p, v, m
+  static constexpr size_t kRecentShapes = 16;
+
+  // The shape's verified instruction streams; records its peak activations on the way.
+  std::shared_ptr<const std::vector<InstructionStream>> streams(const ScheduleShape& shape);
+
+  PluginRegistry registry_;
+  std::map<std::string, std::shared_ptr<const Scheduler>> schedulers_;
+  std::map<ShapeKey, std::vector<int>> peaks_;
+  std::deque<std::pair<ShapeKey, std::shared_ptr<const std::vector<InstructionStream>>>> recent_streams_;
+  std::map<std::tuple<int, int, int, double, double>, double> makespans_;
+};
+
+}  // namespace ptdp

@@ -1,0 +1,24 @@
+#pragma once
+// One way to run a model's step on n GPUs: the dimensions the planner chooses between.
+#include <string>
+
+namespace ptdp {
+
+struct PlanLayout {
+  int pipeline = 1;        // p
+  int tensor = 1;          // t
+  int data = 1;            // d
+  int micro_batch = 1;     // b
+  int virtual_stages = 1;  // v
+  bool recompute = false;  // full activation recomputation
+  bool distributed_optimizer = false;  // master weights and Adam moments sharded over d (ZeRO-1)
+  bool scatter_gather = false;         // inter-stage transfers as 1/t per tensor rank, then all-gather
+
+  int gpus() const { return pipeline * tensor * data; }
+  bool operator==(const PlanLayout&) const = default;
+};
+
+// "p 8 t 8 d 1 b 2 v 1 recompute sg", the way the planner's tables name a layout.
+std::string layout_label(const PlanLayout& layout);
+
+}  // namespace ptdp

@@ -1,0 +1,15 @@
+#pragma once
+// Throughput against (p, t): a grid with one column per pipeline size and one row per
+// tensor-parallel size, each cell the TFLOP/s per GPU of that (p, t)'s fastest fitting layout
+// (over d, b, v, recomputation, ...), shaded by it; the best cell outlined.
+#include <string>
+
+#include "plan/layout_search.hpp"
+
+namespace ptdp {
+
+// One <rect class="cell"> per (p, t) the rules allow, with its value and its layout as a
+// tooltip; "no fit" where none of its layouts fits; the best gets class="cell best".
+std::string throughput_svg(const PlanResult& result, const std::string& title);
+
+}  // namespace ptdp

@@ -1,0 +1,134 @@
+// BufferMemory for CUDA buffers: scratch in device memory, copies and reductions on the bound
+// stream, each waited for so that what it produced can be handed to UCX at once.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "buffer_memory.hpp"
+
+namespace ptdp::comm_ucx {
+
+namespace {
+
+void check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status != cudaSuccess)
+    throw Error(std::string("comm-ucx: ") + call + " failed: " + cudaGetErrorString(status) + " (" + file + ":" +
+                std::to_string(line) + ")");
+}
+#define UCX_CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+template <class T>
+__device__ T combine(T a, T b, ReduceOp op) {
+  return op == ReduceOp::Sum ? a + b : op == ReduceOp::Max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+template <class T>
+__global__ void reduce_kernel(T* acc, const T* in, size_t count, ReduceOp op) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
+    acc[i] = combine(acc[i], in[i], op);
+}
+
+// bf16 is combined in fp32 and rounded to nearest even, as the host path does.
+__global__ void reduce_bf16_kernel(__nv_bfloat16* acc, const __nv_bfloat16* in, size_t count, ReduceOp op) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
+    acc[i] = __float2bfloat16_rn(combine(__bfloat162float(acc[i]), __bfloat162float(in[i]), op));
+}
+
+class CudaMemory final : public BufferMemory {
+ public:
+  CudaMemory(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  ~CudaMemory() override {
+    for (void* p : {scratch_, staging_})
+      if (p) (void)cudaFree(p);  // teardown: nothing left to report to
+  }
+
+  ucs_memory_type_t ucx_type() const override { return UCS_MEMORY_TYPE_CUDA; }
+
+  void acquire() override {
+    UCX_CUDA_CHECK(cudaSetDevice(device_));
+    UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  char* scratch(size_t bytes) override { return grow(scratch_, scratch_bytes_, bytes); }
+
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (dst == src || bytes == 0) return;
+    const char* d = static_cast<const char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    if (d < s + bytes && s < d + bytes) {  // overlapping: cudaMemcpy does not promise memmove
+      char* stage = grow(staging_, staging_bytes_, bytes);
+      UCX_CUDA_CHECK(cudaMemcpyAsync(stage, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+      src = stage;
+    }
+    UCX_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void reduce(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) override {
+    if (count == 0) return;
+    constexpr int kThreads = 256;
+    const unsigned blocks = static_cast<unsigned>(std::min<size_t>((count + kThreads - 1) / kThreads, 4096));
+    switch (dtype) {
+      case DType::F32:
+        reduce_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<float*>(acc), static_cast<const float*>(in), count, op);
+        break;
+      case DType::I32:
+        reduce_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<int32_t*>(acc), static_cast<const int32_t*>(in),
+                                                        count, op);
+        break;
+      case DType::I64:
+        reduce_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<long long*>(acc),
+                                                        static_cast<const long long*>(in), count, op);
+        break;
+      case DType::BF16:
+        reduce_bf16_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<__nv_bfloat16*>(acc),
+                                                             static_cast<const __nv_bfloat16*>(in), count, op);
+        break;
+      default:
+        throw Error(std::string("comm-ucx: cannot reduce ") + dtype_name(dtype));
+    }
+    UCX_CUDA_CHECK(cudaGetLastError());
+    UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  char* grow(void*& buffer, size_t& capacity, size_t bytes) {
+    if (capacity < bytes) {
+      if (buffer) UCX_CUDA_CHECK(cudaFree(buffer));
+      buffer = nullptr;
+      capacity = 0;
+      UCX_CUDA_CHECK(cudaMalloc(&buffer, bytes));
+      capacity = bytes;
+    }
+    return static_cast<char*>(buffer);
+  }
+
+  int device_;
+  cudaStream_t stream_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+};
+
+}  // namespace
+
+bool cuda_memory_built() { return true; }
+
+void activate_cuda_device(int device) {
+  int count = 0;
+  UCX_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count)
+    throw Error("comm-ucx: CUDA device " + std::to_string(device) + " but this process sees " + std::to_string(count) +
+                " CUDA device(s)");
+  UCX_CUDA_CHECK(cudaSetDevice(device));
+  UCX_CUDA_CHECK(cudaFree(nullptr));  // creates the primary context now
+}
+
+std::unique_ptr<BufferMemory> make_cuda_memory(int device, void* stream) {
+  return std::make_unique<CudaMemory>(device, static_cast<cudaStream_t>(stream));
+}
+
+}  // namespace ptdp::comm_ucx

@@ -1,0 +1,33 @@
+// BufferMemory for host buffers: plain memory, reductions on the CPU.
+#include <cstring>
+#include <vector>
+
+#include "buffer_memory.hpp"
+#include "reduce.hpp"
+
+namespace ptdp::comm_ucx {
+
+namespace {
+
+class HostMemory final : public BufferMemory {
+ public:
+  ucs_memory_type_t ucx_type() const override { return UCS_MEMORY_TYPE_HOST; }
+  void acquire() override {}
+  char* scratch(size_t bytes) override {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    return scratch_.data();
+  }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
+  void reduce(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) override {
+    reduce_into(acc, in, count, dtype, op);
+  }
+
+ private:
+  std::vector<char> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<BufferMemory> make_host_memory() { return std::make_unique<HostMemory>(); }
+
+}  // namespace ptdp::comm_ucx

@@ -1,0 +1,102 @@
+// ptdp-host plan, run as a user would: the JSON the issue specifies, the SVG, and one-line errors
+// (exit 2) for a bad cluster file and a GPU count the cluster cannot give.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/host_command.hpp"
+#include "support/temp_dir.hpp"
+
+namespace ptdp {
+namespace {
+
+using test::quoted;
+
+const std::string kSource = PTDP_SOURCE_DIR;
+const std::string kManifest = kSource + "/examples/gpt-1gpu.toml";
+const std::string kH200 = kSource + "/clusters/h200.toml";
+
+test::HostResult plan(const std::string& args) { return test::run_host_command(PTDP_TEST_HOST, "plan " + args); }
+
+TEST(HostPlanCommand, JsonHasGivenBestAndEveryCandidate) {
+  const auto result = plan(quoted(kManifest) + " --cluster " + quoted(kH200) + " --json");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto doc = nlohmann::json::parse(result.output);
+  for (const char* key : {"given", "best", "candidates"}) ASSERT_TRUE(doc.contains(key)) << key;
+  ASSERT_FALSE(doc["candidates"].empty());
+  for (const auto& c : doc["candidates"])
+    for (const char* key : {"pipeline", "tensor", "data", "micro_batch", "virtual_stages", "recompute", "fits",
+                            "memory_gib", "step_time_s", "tflops_per_gpu"})
+      EXPECT_TRUE(c.contains(key)) << key;
+  EXPECT_TRUE(doc["best"]["fits"].get<bool>());
+  EXPECT_GT(doc["best"]["memory_gib"]["total"].get<double>(), doc["best"]["memory_gib"]["weights"].get<double>());
+  EXPECT_EQ(doc["given"]["micro_batch"], 4);
+  // The best is the fastest candidate that fits.
+  for (const auto& c : doc["candidates"])
+    if (c["fits"].get<bool>()) EXPECT_GE(c["step_time_s"].get<double>(), doc["best"]["step_time_s"].get<double>());
+}
+
+TEST(HostPlanCommand, SvgDrawsThroughputAgainstPipelineAndTensor) {
+  test::TempDir dir("ptdp-plan");
+  const std::string svg = (dir.path() / "plan.svg").string();
+  const auto result = plan(quoted(kManifest) + " --cluster " + quoted(kH200) +
+                           " --set parallel.global_batch=32 --set launch.nproc_per_node=8 --set parallel.data=8 --svg " +
+                           quoted(svg));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream in(svg);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_NE(text.find("<rect class=\"cell best\""), std::string::npos);
+  // 8 GPUs: p and t each 1, 2, 4 or 8 (the 1.3B's 24 layers and 16 heads divide by them all).
+  int cells = 0;
+  for (size_t at = text.find("<rect class=\"cell"); at != std::string::npos; at = text.find("<rect class=\"cell", at + 1))
+    ++cells;
+  EXPECT_EQ(cells, 10);
+}
+
+TEST(HostPlanCommand, NoLayoutFitsIsExitOneWithTheSmallest) {
+  const auto result = plan(quoted(kSource + "/examples/gpt-175b-paper.toml") + " --cluster " + quoted(kH200) +
+                           " --set parallel.data=1 --set parallel.pipeline=1 --set parallel.global_batch=16"
+                           " --set launch.nproc_per_node=8 --set launch.nnodes=1 --top 1");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("0 fit\n"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("why: no layout fits in the GPU's memory: the smallest, p 1 t 8 d 1 b 1 v 1, needs at "
+                               "least "),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(HostPlanCommand, BadClusterFileIsOneLineWithFileKeyAndReason) {
+  test::TempDir dir("ptdp-plan");
+  const std::string bad = (dir.path() / "bad.toml").string();
+  std::ifstream in(kH200);
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  text.replace(text.find("peak_tflops = 989.0"), 19, "peak_tflops = -1.0");
+  std::ofstream(bad) << text;
+  const auto result = plan(quoted(kManifest) + " --cluster " + quoted(bad));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find(bad + ":"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find(": gpu.peak_tflops: must be > 0 (got -1)\n"), std::string::npos) << result.output;
+  EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+}
+
+TEST(HostPlanCommand, GpuCountTheClusterCannotGiveIsRefused) {
+  const auto per_node = plan(quoted(kManifest) + " --cluster " + quoted(kH200) +
+                             " --set launch.nproc_per_node=16 --set parallel.data=16 --set parallel.global_batch=64");
+  EXPECT_EQ(per_node.exit_code, 2);
+  EXPECT_EQ(per_node.output, "plan: " + kManifest + ": launch.nproc_per_node: 16 GPUs per node, but a node of " +
+                                 kH200 + " has 8\n");
+  const auto partial = plan(quoted(kManifest) + " --cluster " + quoted(kH200) +
+                            " --set launch.nproc_per_node=6 --set launch.nnodes=2 --set parallel.data=12 "
+                            "--set parallel.global_batch=48");
+  EXPECT_EQ(partial.exit_code, 2);
+  EXPECT_EQ(partial.output, "plan: " + kManifest + ": launch.nproc_per_node: 12 GPUs are not whole nodes of 8 GPUs (" +
+                                kH200 + ")\n");
+}
+
+}  // namespace
+}  // namespace ptdp

@@ -1,0 +1,64 @@
+// The step-time model's parts against the formulas they stand for.
+#include <gtest/gtest.h>
+
+#include "plan/collective_time.hpp"
+#include "plan_test_support.hpp"
+
+namespace ptdp {
+namespace {
+
+using namespace ptdp::test;
+
+const ClusterSpec& selene() { return shipped_cluster("a100-selene"); }
+
+// With uniform stages the simulated bubble is the paper's (p − 1)/(v·m) of the ideal m·(t_f + t_b).
+TEST(StepTimeModel, BubbleIsThePapersFormulaOfTheSimulatedSchedule) {
+  const RunConfig::Model model = gpt(48, 8192, 64);
+  for (const PlanLayout layout : {PlanLayout{4, 8, 1, 1, 1, true, false, true}, PlanLayout{4, 8, 1, 1, 2, true, false, true},
+                                  PlanLayout{8, 8, 1, 2, 3, false, false, true}}) {
+    const int batch = 64 * layout.micro_batch, m = batch / layout.micro_batch;
+    const StageTimes stage = stage_times(model, layout, selene());
+    const StepTimeBreakdown t = step_time(model, batch, layout, selene(), simulation());
+    const double ideal = m * (stage.forward() + stage.backward());
+    EXPECT_NEAR(t.bubble / ideal, (layout.pipeline - 1.0) / (layout.virtual_stages * m), 1e-9) << layout_label(layout);
+    EXPECT_NEAR(t.compute + t.tensor_parallel, ideal, 1e-9 * ideal);
+    EXPECT_GT(t.pipeline_transfers, 0);
+  }
+}
+
+// Recomputation adds one forward to the backward; the tensor all-reduces come with it.
+TEST(StepTimeModel, RecomputationAddsOneForward) {
+  const RunConfig::Model model = gpt(32, 4096, 32);
+  const StageTimes without = stage_times(model, {1, 8, 1, 1, 1, false, false, false}, selene());
+  const StageTimes with = stage_times(model, {1, 8, 1, 1, 1, true, false, false}, selene());
+  EXPECT_DOUBLE_EQ(with.forward(), without.forward());
+  EXPECT_GT(with.backward_tensor_parallel, without.backward_tensor_parallel);
+  EXPECT_NEAR(with.backward_tensor_parallel - without.backward_tensor_parallel, without.forward_tensor_parallel, 1e-12);
+}
+
+// Scatter/gather sends 1/t over the network and all-gathers on NVLink: cheaper across nodes.
+TEST(StepTimeModel, ScatterGatherShrinksTheCrossNodeTransfer) {
+  const RunConfig::Model model = gpt(48, 8192, 64);
+  const double plain = pipeline_transfer_seconds(model, {4, 8, 1, 1, 1, true, false, false}, selene());
+  const double split = pipeline_transfer_seconds(model, {4, 8, 1, 1, 1, true, false, true}, selene());
+  const double bytes = 2048.0 * 8192 * 2;
+  EXPECT_DOUBLE_EQ(plain, transfer_seconds(bytes, selene().inter_node));
+  EXPECT_DOUBLE_EQ(split, transfer_seconds(bytes / 8, selene().inter_node) + all_gather_seconds(bytes, 8, selene().intra_node));
+  EXPECT_LT(split, plain / 3);
+}
+
+// The distributed optimizer divides master weights and moments by d, and shrinks the update.
+TEST(StepTimeModel, DistributedOptimizerShardsStateAndUpdate) {
+  const RunConfig::Model model = gpt(32, 4096, 32);
+  const PlanRequest request{model, 64, 64};
+  const PlanCandidate plain = evaluate_layout(request, {1, 8, 8, 1, 1, true, false, false}, selene(), simulation());
+  const PlanCandidate sharded = evaluate_layout(request, {1, 8, 8, 1, 1, true, true, false}, selene(), simulation());
+  EXPECT_DOUBLE_EQ(sharded.memory.optimizer_state, plain.memory.optimizer_state / 8);
+  EXPECT_DOUBLE_EQ(sharded.memory.weights, plain.memory.weights);
+  EXPECT_DOUBLE_EQ(sharded.time.optimizer, plain.time.optimizer / 8);
+  EXPECT_DOUBLE_EQ(plain.memory.weights + plain.memory.gradients + plain.memory.optimizer_state,
+                   18 * parameters_on_gpu(model, plain.layout, 0));
+}
+
+}  // namespace
+}  // namespace ptdp

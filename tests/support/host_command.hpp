@@ -1,0 +1,30 @@
+#pragma once
+// Runs this build's ptdp-host as a user would, for the tests of its subcommands.
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace ptdp::test {
+
+struct HostResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+// `host` is the binary (PTDP_TEST_HOST), `args` the rest of the command line, shell-quoted.
+inline HostResult run_host_command(const std::string& host, const std::string& args) {
+  const std::string command = quoted(host) + " " + args + " 2>&1";
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace ptdp::test
