@@ -1,5 +1,5 @@
 #pragma once
-// The rules that tie manifest keys together (DESIGN.md §1), and the values derived from them.
+// The rules that tie manifest keys together (docs/architecture.md §1), and the values derived from them.
 #include "manifest/manifest_locator.hpp"
 #include "manifest/run_config.hpp"
 

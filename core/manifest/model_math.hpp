@@ -1,5 +1,5 @@
 #pragma once
-// The paper's arithmetic on a RunConfig (DESIGN.md §1), shared by `validate`, the planner and the
+// The paper's arithmetic on a RunConfig (docs/architecture.md §1), shared by `validate`, the planner and the
 // throughput report.
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #pragma once
 // RunConfig: a manifest after parsing and validation. Every field has been checked on its own
-// and against the others (DESIGN.md §1 rules) by load_manifest(); the rest of the core trusts it.
+// and against the others (the rules of docs/architecture.md §1) by load_manifest(); the rest of the core trusts it.
 #include <cstdint>
 #include <map>
 #include <memory>

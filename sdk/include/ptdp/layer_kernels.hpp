@@ -2,9 +2,10 @@
 // LayerKernels: a compute backend bound to one device that makes the layers of a GPT-2 model,
 // tensor-parallel over the group it is given.
 //
-// The model (DESIGN.md §4): token + learned position embedding, pre-LayerNorm blocks (causal
-// multi-head attention, MLP of ffn_hidden with GeLU-tanh), final LayerNorm, logits from the tied
-// word embedding, cross entropy. Activations are [s, b, h], row-major (h fastest).
+// The model (docs/architecture.md follows one step through it): token + learned position
+// embedding, pre-LayerNorm blocks (causal multi-head attention, MLP of ffn_hidden with
+// GeLU-tanh), final LayerNorm, logits from the tied word embedding, cross entropy.
+// Activations are [s, b, h], row-major (h fastest).
 // Tensor parallelism follows Megatron: QKV and FC1 column-parallel (heads split over the group),
 // attention output and FC2 row-parallel, two all-reduces forward and two backward per block;
 // vocab-parallel embedding (rows split by vocab, ids outside the shard masked, all-reduce) and
