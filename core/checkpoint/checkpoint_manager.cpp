@@ -1,6 +1,8 @@
 #include "checkpoint/checkpoint_manager.hpp"
 
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -45,6 +47,20 @@ void check_local_tensor(const ParamRef& p, const std::string& name, const Tensor
                 ", expected f32 " + shape_string(p.master.shape));
 }
 
+// A diverged model saved as the newest step would make every resume fail the same way; the
+// rank stops before finish_rank, so the step is never committed and the last good one stays newest.
+void refuse_non_finite(int64_t step, const std::string& name, const std::vector<char>& f32_bytes) {
+  const size_t count = f32_bytes.size() / sizeof(float);
+  for (size_t i = 0; i < count; ++i) {
+    float value;
+    std::memcpy(&value, f32_bytes.data() + i * sizeof(float), sizeof value);
+    if (!std::isfinite(value))
+      throw Error("checkpoint: step " + std::to_string(step) + " not saved: '" + name + "' holds " +
+                  std::to_string(value) + " at element " + std::to_string(i) +
+                  ": the run diverged, and the newest committed step is still the last good one");
+  }
+}
+
 }  // namespace
 
 CheckpointManager::CheckpointManager(std::shared_ptr<CheckpointStore> store, LayerKernels& kernels,
@@ -78,6 +94,7 @@ void CheckpointManager::save(int64_t step, const std::vector<ParamRef>& params, 
     host.resize(tensor->bytes());
     kernels_.copy_to_host(host.data(), *tensor);
     kernels_.synchronize();
+    refuse_non_finite(step, info.name, host);
     store_->write_shard(step, role_.rank, info, host.data());
   }
   store_->finish_rank(step, role_.rank);
@@ -89,6 +106,17 @@ std::optional<int64_t> CheckpointManager::latest_step() {
   std::vector<int64_t> steps = store_->list_steps();
   if (steps.empty()) return std::nullopt;
   return steps.back();
+}
+
+std::vector<int64_t> CheckpointManager::keep_newest(int keep) {
+  std::vector<int64_t> removed;
+  if (keep <= 0) return removed;
+  const std::vector<int64_t> steps = store_->list_steps();
+  for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) {
+    store_->remove_step(steps[i]);
+    removed.push_back(steps[i]);
+  }
+  return removed;
 }
 
 void CheckpointManager::load(int64_t step, const std::vector<ParamRef>& params) {

@@ -30,6 +30,12 @@ class CheckpointManager {
 
   // The newest committed step, if any.
   std::optional<int64_t> latest_step();
+  // Every committed step, ascending.
+  std::vector<int64_t> committed_steps() { return store_->list_steps(); }
+
+  // Deletes all but the newest `keep` committed steps (checkpoint.keep; 0 keeps every step) and
+  // returns the steps it deleted. Called by one rank, after a save.
+  std::vector<int64_t> keep_newest(int keep);
 
   // Reads this rank's part of every parameter and its moments from `step`, whatever layout
   // saved it, then calls kernels.params_updated(). A tensor the step lacks, or holds with another

@@ -79,16 +79,37 @@ TokenRegion parse_text(const MappedFile& file) {
   return {TokenFileFormat::Text, TokenDType::U8, 0, static_cast<int64_t>(file.size())};
 }
 
+// Text has no NUL bytes; token files have them in their headers. Looking at the first kilobyte is
+// what file(1) does, and covers both headers whole.
+constexpr size_t kSniffBytes = 1024;
+
 TokenRegion parse_auto(const MappedFile& file) {
   // A file that claims a binary format by its first bytes is held to it: a damaged token file
   // must not silently train as text.
   if (file.size() >= 4 && std::memcmp(file.data(), kPtdpMagic, 4) == 0) return parse_ptdp(file);
+  int32_t first_word = 0;
   if (file.size() >= 4) {
-    int32_t magic;
-    std::memcpy(&magic, file.data(), sizeof magic);
-    if (magic == kLlmcMagic) return parse_llmc(file);
+    std::memcpy(&first_word, file.data(), sizeof first_word);
+    if (first_word == kLlmcMagic) return parse_llmc(file);
   }
-  return parse_text(file);
+  const size_t sniffed = std::min(file.size(), kSniffBytes);
+  const auto* nul = static_cast<const uint8_t*>(std::memchr(file.data(), 0, sniffed));
+  if (!nul) return parse_text(file);
+  // Binary, yet neither magic matched: a token file whose header is damaged, or not data at all.
+  bool llmc_shaped = file.size() >= kLlmcHeaderBytes;
+  for (size_t word = 3; llmc_shaped && word < kLlmcHeaderBytes / 4; ++word) {
+    int32_t value;
+    std::memcpy(&value, file.data() + word * 4, sizeof value);
+    llmc_shaped = value == 0;
+  }
+  if (llmc_shaped)
+    fail(file, "bad magic " + std::to_string(first_word) + ": laid out like an llm.c GPT-2 token shard "
+                   "(256-word header, reserved words zero) but llm.c shards start with " +
+                   std::to_string(kLlmcMagic) + "; refusing to read a damaged shard as text");
+  fail(file, "binary data (a NUL byte at offset " + std::to_string(nul - file.data()) +
+                 ") that is neither a ptdp token file (magic \"PTDPTOK\\0\") nor an llm.c shard (magic " +
+                 std::to_string(kLlmcMagic) + ", this file starts with " + std::to_string(first_word) +
+                 "); set data.format = \"text\" to train on its bytes anyway");
 }
 
 template <class T>

@@ -6,11 +6,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "checkpoint/checkpoint_preflight.hpp"
 #include "command_registry.hpp"
+#include "manifest_plugins.hpp"
 #include "data/token_dataset.hpp"
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
 #include "manifest/manifest_loader.hpp"
+#include "runtime/stop_signal.hpp"
 #include "runtime/trainer.hpp"
 
 namespace ptdp::host {
@@ -23,24 +26,37 @@ struct RunArgs {
   TrainOptions train;
 };
 
+int exit_code(TrainOutcome outcome) { return outcome == TrainOutcome::Finished ? 0 : kExitStoppedBySignal; }
+
 int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   // --nproc is launch.nproc_per_node given on the command line; the manifest's rules see it.
   std::vector<std::string> overrides = args.sets;
   if (args.nproc > 0) overrides.push_back("launch.nproc_per_node=" + std::to_string(args.nproc));
-  RunConfig config = load_manifest(args.manifest, overrides);
+  const auto env = detect_rank_environment();
+  RunConfig config;
+  try {
+    config = load_manifest(args.manifest, overrides);
+    check_manifest_plugins(config);
+  } catch (const ManifestError& e) {
+    // Every rank of an external launcher finds the same problem; rank 0 says it.
+    if (!env || env->rank == 0) spdlog::error("{}", e.what());
+    return kExitInvalidManifest;
+  }
   // Bad data fails here, before any rank or plugin starts.
   if (config.data.path.empty())
     throw Error(fmt::format("{}: data.path is not set: the manifest names no training data", config.source));
   TokenDataset::open(config.data.path, config.data.format).check_vocab(config.model.vocab);
-  if (auto env = detect_rank_environment()) {
+  // So does a checkpoint folder the run cannot use; once per job (our own launcher's ranks were
+  // checked by the process that started them).
+  if (!env || (env->launcher != "ptdp" && env->rank == 0)) prepare_checkpoint_folder(config);
+  if (env) {
     check_world_size(config, env->world_size);
     try {
-      train_rank(config, *env, args.train);
+      return exit_code(train_rank(config, *env, args.train));
     } catch (const std::exception& e) {
       spdlog::error("rank {}: {}", env->rank, e.what());
       return 1;
     }
-    return 0;
   }
   const int nproc = config.launch.nproc_per_node;
   if (config.launch.nnodes != 1)
@@ -51,16 +67,16 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
     try {
       RankEnvironment single;
       single.master_addr = "127.0.0.1";
-      train_rank(config, single, args.train);
+      return exit_code(train_rank(config, single, args.train));
     } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
       return 1;
     }
-    return 0;
   }
   LaunchOptions launch;
   launch.master_addr = config.launch.master_addr;
   launch.master_port = config.launch.master_port;
+  launch.stopped_by_signal_code = kExitStoppedBySignal;
   spdlog::info("{}: starting {} ranks (p={} t={} d={} v={})", config.source, nproc, config.parallel.pipeline,
                config.parallel.tensor, config.parallel.data, config.parallel.virtual_stages);
   return launch_local_ranks(nproc, argv, launch);
@@ -71,7 +87,8 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
   auto* cmd = root.add_subcommand("run", "Train the model a manifest describes");
   cmd->add_option("manifest", args->manifest, "Manifest (TOML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", args->sets, "Override a manifest key: --set parallel.tensor=2 (repeatable)");
-  cmd->add_option("--nproc", args->nproc, "Local rank processes to start (default: launch.nproc_per_node)");
+  cmd->add_option("--nproc", args->nproc, "Local rank processes to start (default: launch.nproc_per_node)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--metrics", args->train.metrics_path, "Write one JSON object per step to this .jsonl file");
   cmd->add_option("--trace", args->train.trace_path, "Write a Chrome/Perfetto trace of every rank's timeline");
   cmd->add_option("--trace-steps", args->train.trace_steps, "Steps recorded in the trace, after one warm-up step")

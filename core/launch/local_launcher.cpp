@@ -10,9 +10,11 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
+#include "launch/rendezvous_secret.hpp"
 #include "launch/socket_io.hpp"
 #include "ptdp/error.hpp"
 
@@ -39,7 +41,7 @@ void on_signal(int signo) {
   errno = saved;
 }
 
-// Turns SIGINT, SIGTERM and SIGCHLD into bytes on a pipe the supervision loop polls, and puts
+// Turns SIGINT, SIGTERM, SIGUSR1 and SIGCHLD into bytes on a pipe the supervision loop polls, and puts
 // the previous handlers back afterwards.
 class SignalPipe {
  public:
@@ -70,11 +72,11 @@ class SignalPipe {
     return signals;
   }
 
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGCHLD};
+  static constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGUSR1, SIGCHLD};
 
  private:
   FileDescriptor read_, write_;
-  std::array<struct sigaction, 3> previous_{};
+  std::array<struct sigaction, 4> previous_{};
 };
 
 void write_fully(int fd, const std::string& text) {
@@ -137,11 +139,22 @@ std::string describe_status(int rank, int status) {
   return "rank " + std::to_string(rank) + " exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+// Whether `pid` is stopped (SIGSTOP, SIGTSTP, a debugger): state T or t in /proc/<pid>/stat.
+bool is_stopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');  // the command name in parentheses may hold anything
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  return line[close + 2] == 'T' || line[close + 2] == 't';
+}
+
 int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
-// The environment of rank `rank`: ours without any PTDP_* launch variables, then the rank's.
+// The environment of rank `rank`: ours without any PTDP_* launch variables, then the rank's,
+// and the job's rendezvous secret when the launcher made one.
 std::vector<std::string> rank_environment(int rank, int nproc, const std::string& addr, int port,
-                                          const LaunchOptions& options) {
+                                          const std::string& secret, const LaunchOptions& options) {
   const std::vector<std::pair<std::string, std::string>> own = {
       {"PTDP_RANK", std::to_string(rank)},       {"PTDP_WORLD_SIZE", std::to_string(nproc)},
       {"PTDP_LOCAL_RANK", std::to_string(rank)}, {"PTDP_LOCAL_WORLD_SIZE", std::to_string(nproc)},
@@ -159,6 +172,7 @@ std::vector<std::string> rank_environment(int rank, int nproc, const std::string
     if (!overridden(*e)) env.emplace_back(*e);
   for (const auto& [k, v] : options.env) env.push_back(k + "=" + v);
   for (const auto& [k, v] : own) env.push_back(k + "=" + v);
+  if (!secret.empty()) env.push_back(std::string(kRendezvousSecretVariable) + "=" + secret);
   return env;
 }
 
@@ -174,7 +188,7 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) ::sigaction(sig, &dfl, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE}) ::sigaction(sig, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -203,6 +217,8 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
   const auto report = options.report ? options.report
                                      : [](const std::string& line) { std::cerr << "launch: " << line << std::endl; };
   const int port = options.master_port > 0 ? options.master_port : net::pick_free_port();
+  // The job's rendezvous secret, unless one was given: then every rank already has it.
+  const std::string secret = rendezvous_secret() ? std::string() : new_rendezvous_secret();
 
   std::vector<std::string> args = argv;
   std::vector<char*> c_args = c_strings(args);
@@ -214,9 +230,14 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
   std::optional<int> result;          // set by the first failure or interruption
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
+  std::optional<Clock::time_point> stop_forwarded_at;  // a stop signal went to the ranks
+  bool stopped_by_signal = false;                      // a rank exited with stopped_by_signal_code
   auto stop_all = [&](int sig) {
-    for (Child& c : children)
-      if (c.running) ::kill(c.pid, sig);
+    for (Child& c : children) {
+      if (!c.running) continue;
+      ::kill(c.pid, sig);
+      ::kill(c.pid, SIGCONT);  // a stopped rank acts on the signal only once it runs again
+    }
   };
   auto begin_stop = [&](int sig) {
     stop_all(sig);
@@ -230,7 +251,7 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
   };
 
   for (int rank = 0; rank < nproc && !result; ++rank) {
-    std::vector<std::string> env = rank_environment(rank, nproc, options.master_addr, port, options);
+    std::vector<std::string> env = rank_environment(rank, nproc, options.master_addr, port, secret, options);
     std::vector<char*> c_env = c_strings(env);
     FileDescriptor out_read, out_write, err_read, err_write;
     if (rank > 0) {
@@ -268,10 +289,21 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
       pid_t r = ::waitpid(c.pid, &status, WNOHANG);
       if (r != c.pid) continue;
       c.running = false;
+      const bool stopped_cleanly = options.stopped_by_signal_code != 0 && WIFEXITED(status) &&
+                                   WEXITSTATUS(status) == options.stopped_by_signal_code;
+      if (stopped_cleanly) {
+        stopped_by_signal = true;
+        continue;
+      }
       if (status != 0 && !result) {
         result = exit_code_of(status);
         int others = 0;
         for (const Child& o : children) others += o.running;
+        // A stopped rank does not exit; the ranks waiting for it do, and would take the blame.
+        for (const Child& o : children)
+          if (o.running && is_stopped(o.pid))
+            report("rank " + std::to_string(o.rank) + " (pid " + std::to_string(o.pid) +
+                   ") is stopped (SIGSTOP or a debugger): the other ranks probably timed out waiting for it");
         report(describe_status(c.rank, status) +
                (others ? "; stopping the other " + std::to_string(others) + " rank(s)" : ""));
         begin_stop(SIGTERM);
@@ -310,6 +342,22 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
 
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;  // reaped at the top of the loop
+      if (options.stopped_by_signal_code != 0 && !result && !stop_forwarded_at) {
+        report("signal " + std::to_string(sig) + " (" + ::strsignal(sig) +
+               "): the ranks finish their step, save a checkpoint and stop; a second signal stops them at once");
+        stop_forwarded_at = Clock::now();
+        stop_all(sig);
+        continue;
+      }
+      // The same keypress or scancel also reaches the launcher twice at times; a second asks again.
+      if (stop_forwarded_at && !result && Clock::now() - *stop_forwarded_at < std::chrono::seconds(1)) continue;
+      if (stop_forwarded_at && !result) {
+        report("second signal " + std::to_string(sig) + " (" + ::strsignal(sig) + "): stopping the ranks now");
+        result = 128 + sig;
+        stop_all(SIGKILL);
+        killed = true;
+        continue;
+      }
       if (!result) {
         report("interrupted by signal " + std::to_string(sig) + " (" + ::strsignal(sig) +
                "); stopping the ranks");
@@ -322,6 +370,7 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const La
       if (!streams[i].pump()) streams.erase(streams.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
+  if (!result && stopped_by_signal) return options.stopped_by_signal_code;
   return result.value_or(0);
 }
 

@@ -17,6 +17,12 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{5000};
   // Extra variables for every rank, on top of the launcher's own environment.
   std::vector<std::pair<std::string, std::string>> env;
+  // Nonzero: the exit code with which a rank says it stopped cleanly on a stop signal (SIGTERM,
+  // SIGUSR1, SIGINT). The launcher then forwards the first such signal to the ranks and waits for
+  // them however long they take to save, without the grace period; a second one kills them at
+  // once. The result is this code when every rank stopped that way. 0: every signal stops the
+  // ranks as below.
+  int stopped_by_signal_code = 0;
   // Receives the launcher's one-line reports ("rank 3 exited with status 1"); default: stderr.
   std::function<void(const std::string&)> report;
 };

@@ -37,14 +37,14 @@ void FileDescriptor::reset() {
   fd_ = -1;
 }
 
-FileDescriptor listen_tcp(int port, int backlog) {
+FileDescriptor listen_tcp(int port, int backlog, bool loopback_only) {
   FileDescriptor fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) throw Error(std::string("rendezvous: socket(): ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_addr.s_addr = htonl(loopback_only ? INADDR_LOOPBACK : INADDR_ANY);
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
     throw Error("rendezvous: cannot listen on port " + std::to_string(port) + ": " +

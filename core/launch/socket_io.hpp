@@ -30,8 +30,8 @@ class FileDescriptor {
   int fd_ = -1;
 };
 
-// A listening socket on every interface; port 0 picks a free one.
-FileDescriptor listen_tcp(int port, int backlog);
+// A listening socket on every interface, or on 127.0.0.1 alone; port 0 picks a free one.
+FileDescriptor listen_tcp(int port, int backlog, bool loopback_only = false);
 int local_port(int socket_fd);
 
 // Connects to host:port once; returns an invalid descriptor and the reason when it fails.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "launch/rendezvous_secret.hpp"
+#include "launch/store_handshake.hpp"
 #include "launch/store_protocol.hpp"
 #include "launch/tcp_store_server.hpp"
 #include "ptdp/error.hpp"
@@ -30,8 +32,17 @@ TcpStore::TcpStore(std::string master_addr, int master_port, int rank, int world
   if (master_port < 0 || master_port > 65535 || (master_port == 0 && rank != 0))
     throw Error("rendezvous: invalid master port " + std::to_string(master_port) + " for rank " +
                 std::to_string(rank));
+  const std::optional<std::string> secret = rendezvous_secret();
+  const bool local = is_loopback_host(master_addr_);
   if (rank == 0) {
-    server_ = std::make_unique<TcpStoreServer>(master_port, std::min(timeout, kLingerCap));
+    if (!local && !secret)
+      throw Error("rendezvous: master_addr " + master_addr_ + " can be reached from other machines, and without a "
+                  "secret anyone who reaches the store could read and write the job's keys: give every rank the "
+                  "same " + kRendezvousSecretFileVariable + " (a file only you can read: head -c 32 /dev/urandom "
+                  "> F; chmod 600 F), or " + kRendezvousSecretVariable);
+    // Each rank keeps one connection; the slack covers reconnects while ranks start.
+    StoreAccess access{local, secret, 2 * world_size + 16};
+    server_ = std::make_unique<TcpStoreServer>(master_port, std::min(timeout, kLingerCap), std::move(access));
     port_ = server_->port();
   }
   const auto deadline = net::Clock::now() + timeout;
@@ -45,6 +56,7 @@ TcpStore::TcpStore(std::string master_addr, int master_port, int rank, int world
     throw Error("rendezvous: rank " + std::to_string(rank) + " could not reach the store at " +
                 where() + " within " + net::seconds_string(timeout) + ": " + reason +
                 " (is rank 0 running, and are the master address and port right?)");
+  store_handshake::offer(socket_.get(), secret, deadline, where());
 }
 
 TcpStore::~TcpStore() {

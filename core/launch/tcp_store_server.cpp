@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "launch/store_handshake.hpp"
 #include "launch/store_protocol.hpp"
 #include "ptdp/error.hpp"
 
@@ -19,8 +20,15 @@ namespace ptdp {
 using store_protocol::Op;
 using store_protocol::Status;
 
-TcpStoreServer::TcpStoreServer(int port, std::chrono::milliseconds linger)
-    : listener_(net::listen_tcp(port, 1024)), linger_(linger) {
+namespace {
+
+// A connection has this long to finish the handshake; the ranks' own connect is immediate.
+constexpr std::chrono::seconds kHandshakeLimit{10};
+
+}  // namespace
+
+TcpStoreServer::TcpStoreServer(int port, std::chrono::milliseconds linger, StoreAccess access)
+    : listener_(net::listen_tcp(port, 1024, access.loopback_only)), linger_(linger), access_(std::move(access)) {
   port_ = net::local_port(listener_.get());
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("rendezvous: pipe(): ") + std::strerror(errno));
@@ -63,6 +71,12 @@ void TcpStoreServer::accept_loop() {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     std::lock_guard lock(mutex_);
+    size_t open = 0;
+    for (const Client& c : clients_) open += !c.finished;
+    if (open >= static_cast<size_t>(access_.max_connections)) {
+      ::close(fd);  // a flood of connections must not cost a thread each
+      continue;
+    }
     Client& client = clients_.emplace_back();
     client.socket = net::FileDescriptor(fd);
     client.thread = std::thread([this, &client] { serve(&client); });
@@ -73,6 +87,7 @@ void TcpStoreServer::serve(Client* client) {
   const int fd = client->socket.get();
   std::vector<uint8_t> request;
   try {
+    if (!store_handshake::accept(fd, access_.secret, net::Clock::now() + kHandshakeLimit)) throw Error("refused");
     for (;;) {
       if (store_protocol::recv_frame(fd, request, net::Clock::time_point::max()) != net::IoResult::Done)
         break;

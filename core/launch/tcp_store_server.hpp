@@ -7,6 +7,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,12 +16,20 @@
 
 namespace ptdp {
 
+// Who may use the store. A network neighbour who can reach the port could otherwise read and
+// write every key (UCX worker addresses, NCCL unique ids) and tie up a thread per connection.
+struct StoreAccess {
+  bool loopback_only = true;          // listen on 127.0.0.1 alone: every rank is on this machine
+  std::optional<std::string> secret;  // when set, every connection must prove it holds it
+  int max_connections = 64;           // further connections are closed at once
+};
+
 class TcpStoreServer {
  public:
-  // Listens on every interface at `port` (0: a free port, see port()). On destruction it keeps
+  // Listens at `port` (0: a free port, see port()) as `access` says. On destruction it keeps
   // serving connected clients for up to `linger`, so that ranks still reading keys rank 0 wrote
   // just before it finished are not cut off.
-  TcpStoreServer(int port, std::chrono::milliseconds linger);
+  TcpStoreServer(int port, std::chrono::milliseconds linger, StoreAccess access);
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
@@ -42,6 +51,7 @@ class TcpStoreServer {
   net::FileDescriptor wake_read_, wake_write_;
   int port_ = 0;
   std::chrono::milliseconds linger_;
+  StoreAccess access_;
 
   std::mutex mutex_;
   std::condition_variable changed_;  // a value was set, a client left, or the server stops

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "manifest/manifest_locator.hpp"
 #include "manifest/manifest_overrides.hpp"
@@ -27,10 +26,14 @@ constexpr int64_t kMaxHidden = 1 << 20;
 constexpr int64_t kMaxSeqLen = 1 << 24;
 constexpr int64_t kMaxVocab = 1 << 30;
 constexpr int64_t kMaxBatch = 1 << 30;
+// A day, as comm-nccl's own timeout_s; a wait converted to nanoseconds stays inside 64 bits.
+constexpr double kMaxTimeoutSeconds = 86400;
+// Steps a run can count to while step · global_batch (the data position) stays inside 64 bits.
+constexpr int64_t kMaxSteps = int64_t{1} << 32;
 
 void read_run(TableReader r, RunConfig::Run& run) {
   r.read("name", run.name);
-  r.read("steps", run.steps, 1);
+  r.read("steps", run.steps, 1, kMaxSteps);
   r.read("seed", run.seed, 0, std::numeric_limits<int64_t>::max());
   r.read("log_every", run.log_every, 1);
   r.finish();
@@ -44,7 +47,7 @@ void read_model(TableReader r, RunConfig::Model& model) {
   r.read("vocab", model.vocab, 1, kMaxVocab, Presence::required);
   r.read("ffn_hidden", model.ffn_hidden, 1, 4 * kMaxHidden);
   r.read("dropout", model.dropout, FloatRange::from_below(0, 1));
-  r.read("layernorm_eps", model.layernorm_eps, FloatRange::above(0));
+  r.read("layernorm_eps", model.layernorm_eps, FloatRange::positive_float32());
   r.finish();
 }
 
@@ -63,15 +66,15 @@ void read_parallel(TableReader r, RunConfig::Parallel& par) {
 
 void read_optimizer(TableReader r, RunConfig::Optimizer& opt) {
   r.read("type", opt.type, {"adam", "adamw"});
-  r.read("lr", opt.lr, FloatRange::above(0));
-  r.read("min_lr", opt.min_lr, FloatRange::at_least(0));
+  r.read("lr", opt.lr, FloatRange::positive_float32());
+  r.read("min_lr", opt.min_lr, FloatRange::non_negative_float32());
   r.read("beta1", opt.beta1, FloatRange::from_below(0, 1));
   r.read("beta2", opt.beta2, FloatRange::from_below(0, 1));
-  r.read("eps", opt.eps, FloatRange::above(0));
-  r.read("weight_decay", opt.weight_decay, FloatRange::at_least(0));
-  r.read("grad_clip", opt.grad_clip, FloatRange::at_least(0));
-  r.read("warmup_steps", opt.warmup_steps, 0);
-  r.read("decay_steps", opt.decay_steps, 0);
+  r.read("eps", opt.eps, FloatRange::positive_float32());
+  r.read("weight_decay", opt.weight_decay, FloatRange::non_negative_float32());
+  r.read("grad_clip", opt.grad_clip, FloatRange::non_negative_float32());
+  r.read("warmup_steps", opt.warmup_steps, 0, kMaxSteps);
+  r.read("decay_steps", opt.decay_steps, 0, kMaxSteps);
   r.read("decay", opt.decay, {"cosine", "linear", "constant"});
   r.finish();
 }
@@ -83,7 +86,7 @@ void read_precision(TableReader r, RunConfig::Precision& precision) {
 
 void read_data(TableReader r, RunConfig::Data& data) {
   r.read("path", data.path);
-  r.read("format", data.format, {"auto", "ptdp", "llmc"});
+  r.read("format", data.format, {"auto", "ptdp", "llmc", "text"});
   r.read("val_fraction", data.val_fraction, FloatRange::from_below(0, 1));
   r.read("val_every", data.val_every, 0);
   r.read("val_batches", data.val_batches, 1);
@@ -94,6 +97,9 @@ void read_checkpoint(TableReader r, RunConfig::Checkpoint& checkpoint) {
   r.read("dir", checkpoint.dir);
   r.read("every", checkpoint.every, 0);
   r.read("resume", checkpoint.resume);
+  r.read("keep", checkpoint.keep, 0);
+  r.read("resume_from", checkpoint.resume_from);
+  r.read("resume_step", checkpoint.resume_step, 0, kMaxSteps);
   r.finish();
 }
 
@@ -119,7 +125,7 @@ void read_launch(TableReader r, RunConfig::Launch& launch) {
   r.read("nnodes", launch.nnodes, 1, kMaxParallel);
   r.read("master_addr", launch.master_addr);
   r.read("master_port", launch.master_port, 0, 65535);
-  r.read("timeout_s", launch.timeout_s, FloatRange::above(0));
+  r.read("timeout_s", launch.timeout_s, FloatRange::up_to(0, kMaxTimeoutSeconds));
   r.read("ranks_per_gpu", launch.ranks_per_gpu, 1, 1024);
   r.finish();
 }
@@ -135,9 +141,14 @@ void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path&
   };
   resolve(c.data.path, "data.path");
   resolve(c.checkpoint.dir, "checkpoint.dir");
+  resolve(c.checkpoint.resume_from, "checkpoint.resume_from");
   for (size_t i = 0; i < c.plugins.search_path.size(); ++i)
     resolve(c.plugins.search_path[i], fmt::format("plugins.search_path[{}]", i));
 }
+
+// A manifest (or a cluster file) is a few kilobytes; anything this large is not one (/dev/zero, a
+// data file named by mistake), and reading it whole would take the machine's memory.
+constexpr size_t kMaxConfigBytes = 4 << 20;
 
 RunConfig load(std::string_view text, const std::string& source, const fs::path& manifest_dir,
                const std::vector<std::string>& overrides) {
@@ -181,9 +192,14 @@ std::string read_config_file(const std::string& path, const std::string& what) {
   if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(EISDIR));
   std::ifstream file(path, std::ios::binary);
   if (!file) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
+  std::string text(kMaxConfigBytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (file.bad()) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
+  text.resize(static_cast<size_t>(file.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ManifestError(fmt::format("{}: not a {}: more than {} MiB (a {} is a few kilobytes of TOML)", path, what,
+                                    kMaxConfigBytes >> 20, what));
+  return text;
 }
 
 toml::table parse_config_text(std::string_view text, const std::string& source) {

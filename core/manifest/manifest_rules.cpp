@@ -76,6 +76,10 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
          fmt::format("must not exceed optimizer.lr ({} > {})", c.optimizer.min_lr, c.optimizer.lr));
   if (c.checkpoint.every > 0 && c.checkpoint.dir.empty())
     fail({"checkpoint.every", "checkpoint.dir"}, "needs checkpoint.dir");
+  if (c.checkpoint.resume_step > 0 && c.checkpoint.resume_from.empty())
+    fail({"checkpoint.resume_step", "checkpoint.resume_from"},
+         "needs checkpoint.resume_from: the run starting from an earlier step writes its own line of steps, "
+         "into another checkpoint.dir");
 }
 
 }  // namespace ptdp

@@ -54,7 +54,7 @@ struct RunConfig {
 
   struct Data {
     std::string path;                 // token file (ptdp format or llm.c shard), or text
-    std::string format = "auto";      // "auto" | "ptdp" | "llmc"
+    std::string format = "auto";      // "auto" | "ptdp" | "llmc" | "text"
     double val_fraction = 0.05;       // tail of the file held out for validation
     int val_every = 0;                // 0: never
     int val_batches = 4;
@@ -64,6 +64,9 @@ struct RunConfig {
     std::string dir;                  // empty: no checkpoints
     int every = 0;
     bool resume = true;               // continue from the newest committed step in dir
+    int keep = 0;                     // > 0: after each save, delete all but the newest `keep` steps
+    std::string resume_from;          // another run's checkpoint folder to start from (read only)
+    int64_t resume_step = 0;          // the step of resume_from to start from; 0: its newest
   } checkpoint;
 
   struct Plugins {

@@ -14,7 +14,25 @@ nlohmann::ordered_json toml_table_json(const toml::table& table) {
   return nlohmann::ordered_json::parse(text.str());
 }
 
+// One table and its sub-tables; JSON scalars and arrays of strings are TOML values as written.
+std::string toml_table(const nlohmann::json& table, const std::string& name) {
+  std::string out = "[" + name + "]\n", nested;
+  for (const auto& [key, value] : table.items()) {
+    if (value.is_object()) nested += toml_table(value, name + "." + key);
+    else out += key + " = " + value.dump() + "\n";
+  }
+  return out + nested;
+}
+
 }  // namespace
+
+std::string manifest_text(const nlohmann::json& resolved) {
+  nlohmann::json keys = resolved;
+  if (keys.contains("model")) keys["model"].erase("padded_vocab");
+  std::string text;
+  for (const auto& [table, values] : keys.items()) text += toml_table(values, table) + "\n";
+  return text;
+}
 
 nlohmann::ordered_json run_config_json(const RunConfig& c) {
   nlohmann::ordered_json options = nlohmann::ordered_json::object();
@@ -40,7 +58,10 @@ nlohmann::ordered_json run_config_json(const RunConfig& c) {
       {"data",
        {{"path", c.data.path}, {"format", c.data.format}, {"val_fraction", c.data.val_fraction},
         {"val_every", c.data.val_every}, {"val_batches", c.data.val_batches}}},
-      {"checkpoint", {{"dir", c.checkpoint.dir}, {"every", c.checkpoint.every}, {"resume", c.checkpoint.resume}}},
+      {"checkpoint",
+       {{"dir", c.checkpoint.dir}, {"every", c.checkpoint.every}, {"resume", c.checkpoint.resume},
+        {"keep", c.checkpoint.keep}, {"resume_from", c.checkpoint.resume_from},
+        {"resume_step", c.checkpoint.resume_step}}},
       {"plugins",
        {{"comm", c.plugins.comm}, {"kernels", c.plugins.kernels}, {"scheduler", c.plugins.scheduler},
         {"checkpoint", c.plugins.checkpoint}, {"search_path", c.plugins.search_path}, {"options", options}}},

@@ -1,5 +1,7 @@
 #include "manifest/table_reader.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,6 +31,7 @@ bool FloatRange::contains(double v) const {  // written so that NaN is outside e
 }
 
 std::string FloatRange::describe() const {
+  if (text) return text;
   if (max == std::numeric_limits<double>::infinity())
     return fmt::format("{} {}", min_inclusive ? ">=" : ">", min);
   return fmt::format("in {}{}, {}{}", min_inclusive ? '[' : '(', min, max, max_inclusive ? ']' : ')');
@@ -80,6 +83,7 @@ std::optional<double> TableReader::read_float(std::string_view key, FloatRange r
   if (const auto* f = node->as_floating_point()) v = f->get();
   else if (const auto* i = node->as_integer()) v = static_cast<double>(i->get());  // `lr = 1` is fine
   else wrong_type(key, *node, "float", at);
+  if (!std::isfinite(v)) locator_.fail(key_path(key), fmt::format("must be a finite number (got {})", v), at);
   if (!range.contains(v)) locator_.fail(key_path(key), fmt::format("must be {} (got {})", range.describe(), v), at);
   return v;
 }

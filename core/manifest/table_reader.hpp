@@ -19,16 +19,26 @@ namespace ptdp {
 
 enum class Presence { optional, required };
 
-// Bounds of a float key, each inclusive or not.
+// Bounds of a float key, each inclusive or not. Whatever the bounds, inf and nan are refused.
 struct FloatRange {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
   bool min_inclusive = true;
   bool max_inclusive = true;
+  const char* text = nullptr;  // how describe() says it, when the bounds alone read badly
 
   static FloatRange at_least(double min) { return {min, std::numeric_limits<double>::infinity(), true, true}; }
   static FloatRange above(double min) { return {min, std::numeric_limits<double>::infinity(), false, true}; }
   static FloatRange from_below(double min, double max) { return {min, max, true, false}; }  // [min, max)
+  static FloatRange up_to(double min, double max) { return {min, max, false, true}; }       // (min, max]
+  // A value the kernels use as a 32-bit float: representable, and for positive() not zero there.
+  static FloatRange positive_float32() {
+    return {std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), true, true,
+            "> 0 and within 32-bit float range (1.2e-38 to 3.4e38)"};
+  }
+  static FloatRange non_negative_float32() {
+    return {0, std::numeric_limits<float>::max(), true, true, ">= 0 and within 32-bit float range (up to 3.4e38)"};
+  }
   bool contains(double v) const;
   std::string describe() const;  // ">= 0", "> 0", "in [0, 1)"
 };

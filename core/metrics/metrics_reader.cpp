@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <spdlog/spdlog.h>
 
 #include "metrics/run_header.hpp"
 #include "ptdp/error.hpp"
@@ -54,6 +55,24 @@ std::optional<StepMetrics> parse_line(const std::string& text) {
   return metrics;
 }
 
+// The next line without its newline, or nullopt at the end of the file; `complete` says whether
+// a newline ended it. Never holds more than kMaxMetricsLineBytes, whatever the file is.
+std::optional<std::string> next_line(std::streambuf& in, bool& complete) {
+  std::string line;
+  for (int c = in.sbumpc(); c != std::char_traits<char>::eof(); c = in.sbumpc()) {
+    if (c == '\n') {
+      complete = true;
+      return line;
+    }
+    if (line.size() == kMaxMetricsLineBytes)
+      throw LineError{"longer than " + std::to_string(kMaxMetricsLineBytes >> 20) + " MiB: not a metrics line"};
+    line.push_back(static_cast<char>(c));
+  }
+  complete = false;
+  if (line.empty()) return std::nullopt;
+  return line;
+}
+
 }  // namespace
 
 std::vector<StepMetrics> read_metrics_log(const std::string& path) {
@@ -62,12 +81,21 @@ std::vector<StepMetrics> read_metrics_log(const std::string& path) {
   if (!in) throw Error(path + ": cannot open the metrics log: " + std::strerror(errno));
   std::map<int64_t, StepMetrics> by_step;
   int64_t line_number = 0;
-  for (std::string text; std::getline(in, text);) {
+  for (;;) {
     ++line_number;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    bool complete = false;
+    std::optional<std::string> text;
     try {
-      if (auto metrics = parse_line(text)) by_step[metrics->step] = *metrics;
+      text = next_line(*in.rdbuf(), complete);
+      if (!text) break;
+      if (text->find_first_not_of(" \t\r") == std::string::npos) continue;
+      if (auto metrics = parse_line(*text)) by_step[metrics->step] = *metrics;
     } catch (const LineError& e) {
+      if (text && !complete) {
+        spdlog::warn("{}:{}: skipped an unfinished last line ({}): the run stopped while writing it", path,
+                     line_number, e.reason);
+        break;
+      }
       throw Error(path + ":" + std::to_string(line_number) + ": " + e.reason);
     }
   }

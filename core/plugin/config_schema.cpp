@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <set>
 #include <span>
@@ -67,6 +69,7 @@ std::string value_problem(const ConfigKeySpec& spec, const toml::node& value) {
                        value.is_value() ? " " + as_toml(value) : "");
   if (spec.type == ConfigType::Int || spec.type == ConfigType::Float) {
     const double x = as_double(value);
+    if (!std::isfinite(x)) return fmt::format("{} is not a finite number", as_toml(value));
     if (!(x >= spec.min && x <= spec.max))
       return fmt::format("{} is out of range [{}, {}]", as_toml(value), spec.min, spec.max);
   }

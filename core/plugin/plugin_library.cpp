@@ -66,6 +66,11 @@ std::string descriptor_problem(const PluginDescriptor* d) {
            std::to_string(sizeof(PluginDescriptor));
   if (d->kind < PluginKind::Communicator || d->kind > PluginKind::CheckpointStore)
     return "unknown plugin kind " + std::to_string(static_cast<uint32_t>(d->kind));
+  // CheckpointStore gained open_existing, remove_step, discard_unfinished and available_bytes in 1.1; an older
+  // store's objects have no such functions, so calling them would jump through a missing slot.
+  if (d->kind == PluginKind::CheckpointStore && d->abi_minor < 1)
+    return "ABI mismatch: checkpoint plugin built for ABI " + std::to_string(PTDP_ABI_MAJOR) + "." +
+           std::to_string(d->abi_minor) + ", a checkpoint store needs 1.1 or later (rebuild it against this SDK)";
   const std::string toolchain = d->toolchain ? d->toolchain : "";
   if (toolchain != PTDP_TOOLCHAIN)
     return "toolchain mismatch: plugin built with '" + toolchain + "', host with '" +

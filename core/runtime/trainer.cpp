@@ -10,13 +10,16 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_manager.hpp"
+#include "checkpoint/resume_point.hpp"
 #include "data/batch_sampler.hpp"
 #include "data/token_dataset.hpp"
 #include "launch/tcp_store.hpp"
 #include "manifest/model_math.hpp"
+#include "manifest/run_config_json.hpp"
 #include "metrics/learning_rate.hpp"
 #include "metrics/metrics_log.hpp"
 #include "metrics/progress_line.hpp"
+#include "metrics/schedule_state.hpp"
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
 #include "runtime/device_placement.hpp"
@@ -24,6 +27,7 @@
 #include "runtime/model_chunk.hpp"
 #include "runtime/parameter_init.hpp"
 #include "runtime/pipeline_executor.hpp"
+#include "runtime/stop_signal.hpp"
 #include "runtime/topology.hpp"
 #include "schedule/chrome_trace.hpp"
 #include "schedule/instruction_stream.hpp"
@@ -81,6 +85,12 @@ InstructionStream forward_only_stream(int stages, int chunks, int microbatches, 
   return stream;
 }
 
+// What a divergence error adds about the step that was due to be saved but never proved sound.
+std::string unsaved_note(const std::optional<int64_t>& unverified_save) {
+  if (!unverified_save) return "";
+  return ", and step " + std::to_string(*unverified_save) + ", whose weights gave these gradients, is not saved";
+}
+
 class RankTrainer {
  public:
   RankTrainer(const RunConfig& config, const RankEnvironment& id, const TrainOptions& options)
@@ -89,7 +99,7 @@ class RankTrainer {
         me_(topology_.position_of(id.rank)),
         registry_(PluginRegistry::default_search_path(config.plugins.search_path)) {}
 
-  void run();
+  TrainOutcome run();
   void abort(const std::string& reason) {
     if (world_) world_->abort(reason);
   }
@@ -105,6 +115,7 @@ class RankTrainer {
   void write_trace(const TimelineRecorder& timeline);
   int64_t open_checkpoints();  // returns the step to start from
   void save_checkpoint(int64_t completed_steps);
+  bool stop_requested();  // collective over the world
 
   const RunConfig& cfg_;
   RankEnvironment id_;
@@ -121,23 +132,42 @@ class RankTrainer {
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ParamRef> params_;
   std::unique_ptr<CheckpointManager> checkpoints_;
+  RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
 };
 
 int64_t RankTrainer::open_checkpoints() {
-  if (cfg_.checkpoint.dir.empty()) return 0;
+  const bool elsewhere = resumes_from_elsewhere(cfg_);
+  if (cfg_.checkpoint.dir.empty() && !elsewhere) return 0;
   const auto& info = registry_.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
-  store->open(cfg_.checkpoint.dir);
-  CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
-  checkpoints_ = std::make_unique<CheckpointManager>(store, *kernels_, role);
-  if (!cfg_.checkpoint.resume) return 0;
-  const auto latest = checkpoints_->latest_step();
-  if (!latest) return 0;
-  PTDP_CHECK(*latest <= cfg_.run.steps,
-             fmt::format("{}: checkpoint step {} is beyond run.steps = {}", cfg_.checkpoint.dir, *latest, cfg_.run.steps));
-  checkpoints_->load(*latest, params_);
-  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", cfg_.checkpoint.dir, *latest);
-  return *latest;
+  const CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
+  auto open_manager = [&](const std::string& dir, bool writing) {
+    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
+    if (writing) store->open(dir);
+    else store->open_existing(dir);
+    return std::make_unique<CheckpointManager>(store, *kernels_, role);
+  };
+  std::vector<int64_t> committed, source_steps;
+  if (!cfg_.checkpoint.dir.empty()) {
+    checkpoints_ = open_manager(cfg_.checkpoint.dir, true);
+    committed = checkpoints_->committed_steps();
+  }
+  std::unique_ptr<CheckpointManager> source;
+  if (elsewhere) {
+    source = open_manager(cfg_.checkpoint.resume_from, false);
+    source_steps = source->committed_steps();
+  }
+  const auto resume = resume_point(cfg_, committed, source_steps);
+  if (!resume) return 0;
+  CheckpointManager& from = source ? *source : *checkpoints_;
+  from.load(resume->step, params_);
+  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
+  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
+  const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
+  ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
+  schedule_ = resumed.schedule;
+  if (id_.rank == 0)
+    for (const std::string& change : resumed.changes) spdlog::warn("resume: {}", change);
+  return resume->step;
 }
 
 void RankTrainer::save_checkpoint(int64_t completed_steps) {
@@ -147,9 +177,16 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
       {"layout", {{"pipeline", topology_.pipeline()}, {"tensor", topology_.tensor()}, {"data", topology_.data()},
                   {"virtual_stages", cfg_.parallel.virtual_stages}}},
       {"model", {{"layers", cfg_.model.layers}, {"hidden", cfg_.model.hidden}, {"heads", cfg_.model.heads},
-                 {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}}};
+                 {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
+      {"config", run_config_json(cfg_)},
+      {"schedule", schedule_record(schedule_)}};
   checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
-  if (id_.rank == 0) spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
+  if (id_.rank != 0) return;
+  spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
+  const std::vector<int64_t> removed = checkpoints_->keep_newest(cfg_.checkpoint.keep);
+  if (!removed.empty())
+    spdlog::info("checkpoint.keep = {}: deleted step{} {}", cfg_.checkpoint.keep, removed.size() > 1 ? "s" : "",
+                 step_list(removed));
 }
 
 void RankTrainer::load_plugins() {
@@ -264,7 +301,7 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline) {
   spdlog::info("trace of {} ranks written to {}", id_.world_size, options_.trace_path);
 }
 
-void RankTrainer::run() {
+TrainOutcome RankTrainer::run() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.launch.timeout_s * 1000));
   store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
   load_plugins();
@@ -324,13 +361,25 @@ void RankTrainer::run() {
   }
   std::vector<Tensor> grads;
   for (const auto& param : params_) grads.push_back(param.grad);
+  // Mean loss over global batches 0 .. batches-1 of `loader`, forward only.
+  auto forward_loss = [&](const MicrobatchLoader& loader, int batches) {
+    double total = 0;
+    for (int k = 0; k < batches; ++k) {
+      executor.run(validation_stream, k, loader, losses.view, 0.0f, false, timeline);
+      total += step_loss(losses.view, m);
+    }
+    return total / batches;
+  };
 
   const auto start = std::chrono::steady_clock::now();
   const bool tracing = !options_.trace_path.empty();
   // Trace steps after the first one (warm-up) when the run has more than one step.
   const int64_t trace_begin = first_step + (cfg_.run.steps - first_step > 1 ? 1 : 0);
   const int64_t trace_end = std::min<int64_t>(cfg_.run.steps, trace_begin + options_.trace_steps);
-  for (int64_t step = first_step; step < cfg_.run.steps; ++step) {
+  std::optional<int64_t> unverified_save;  // a step due to be saved, once the next one shows it sound
+  // With eval_batches the run only evaluates the model it loaded.
+  const int64_t end_step = options_.eval_batches > 0 ? first_step : cfg_.run.steps;
+  for (int64_t step = first_step; step < end_step; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
     timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
     for (const Tensor& g : grads) kernels_->fill_zero(g);
@@ -343,7 +392,7 @@ void RankTrainer::run() {
     timeline.span("grad norm", "collective", [&] { grad_norm = global_grad_norm(*kernels_, groups_, me_, p, params_); });
     AdamStep adam;
     adam.step = step + 1;
-    adam.lr = static_cast<float>(learning_rate(cfg_.optimizer, step, cfg_.run.steps));
+    adam.lr = static_cast<float>(learning_rate(schedule_, step, schedule_.decay_steps));
     adam.beta1 = static_cast<float>(cfg_.optimizer.beta1);
     adam.beta2 = static_cast<float>(cfg_.optimizer.beta2);
     adam.eps = static_cast<float>(cfg_.optimizer.eps);
@@ -351,10 +400,19 @@ void RankTrainer::run() {
     const double clip = cfg_.optimizer.grad_clip;
     adam.grad_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / (grad_norm + 1e-6)) : 1.0f;
     if (!std::isfinite(grad_norm))
-      throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted", step, grad_norm));
+      throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted{}", step + 1,
+                              grad_norm, unsaved_note(unverified_save)));
+    // These gradients came from the weights of the previous step and are finite: that step is
+    // sound, and its weights and moments are still untouched until the update below.
+    if (unverified_save) {
+      save_checkpoint(*unverified_save);
+      unverified_save.reset();
+    }
     timeline.span("optimizer step", "optimizer", [&] { kernels_->adam_step(params_, adam); });
     const double loss = step_loss(losses.view, m);
     kernels_->synchronize();
+    if (!std::isfinite(loss))
+      throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, loss));
     const auto now = std::chrono::steady_clock::now();
     const double step_s = std::chrono::duration<double>(now - step_start).count();
     const double elapsed = std::chrono::duration<double>(now - start).count();
@@ -369,33 +427,55 @@ void RankTrainer::run() {
     sm.step_time_s = step_s;
     sm.elapsed_s = elapsed;
     const bool validate = cfg_.data.val_every > 0 && ((step + 1) % cfg_.data.val_every == 0 || step + 1 == cfg_.run.steps);
-    if (validate) {
-      double total = 0;
-      for (int k = 0; k < cfg_.data.val_batches; ++k) {
-        executor.run(validation_stream, k, validation_loader, losses.view, 0.0f, false, timeline);
-        total += step_loss(losses.view, m);
-      }
-      sm.val_loss = total / cfg_.data.val_batches;
-    }
+    if (validate) sm.val_loss = forward_loss(validation_loader, cfg_.data.val_batches);
     if (id_.rank == 0) {
       if (metrics) metrics->write(sm);
       if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
         spdlog::info("{}", progress_line(sm, cfg_.run.steps, elapsed));
     }
     if (tracing && step == trace_end - 1) write_trace(timeline);
-    if (checkpoints_ && cfg_.checkpoint.every > 0 &&
-        ((step + 1) % cfg_.checkpoint.every == 0 || step + 1 == cfg_.run.steps))
-      save_checkpoint(step + 1);
+    const bool last = step + 1 == cfg_.run.steps;
+    const bool due = checkpoints_ && cfg_.checkpoint.every > 0 && ((step + 1) % cfg_.checkpoint.every == 0 || last);
+    // A step is saved once the next one has shown its weights give finite gradients, so a
+    // diverged model never becomes the newest checkpoint; the last step has no next one.
+    if (due && !last) unverified_save = step + 1;
+    if (due && last) save_checkpoint(step + 1);
+    if (!last && stop_requested()) {
+      if (checkpoints_) save_checkpoint(step + 1);
+      if (id_.rank == 0)
+        spdlog::warn("stopped by signal {} after step {}/{}: {}", StopSignal::received(), step + 1, cfg_.run.steps,
+                     checkpoints_ ? "a resume continues from its checkpoint"
+                                  : "no checkpoint.dir, so nothing was saved");
+      world_->barrier();
+      return TrainOutcome::StoppedBySignal;
+    }
+  }
+  if (options_.eval_batches > 0) {
+    // The whole file, not a split of it: what `ptdp-host eval` measures.
+    const BatchSampler whole(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, 0.0);
+    const double loss = forward_loss(loader_for(whole), options_.eval_batches);
+    if (id_.rank == 0)
+      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", cfg_.data.path, loss,
+                   std::exp(loss), options_.eval_batches, tokens_per_step);
   }
   world_->barrier();
+  return TrainOutcome::Finished;
+}
+
+bool RankTrainer::stop_requested() {
+  // Ranks see a signal at different moments; they stop after the same step, or the ones still
+  // training would wait forever for the ones saving.
+  const double here = StopSignal::received() != 0 ? 1.0 : 0.0;
+  return all_reduce_scalar(*kernels_, *world_, here, ReduceOp::Max) > 0;
 }
 
 }  // namespace
 
-void train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options) {
+TrainOutcome train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options) {
+  const StopSignal stop_signal;
   RankTrainer trainer(config, rank, options);
   try {
-    trainer.run();
+    return trainer.run();
   } catch (const std::exception& e) {
     trainer.abort(e.what());
     throw;

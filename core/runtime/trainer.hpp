@@ -12,11 +12,17 @@ struct TrainOptions {
   std::string metrics_path;  // --metrics FILE.jsonl (rank 0 writes it)
   std::string trace_path;    // --trace FILE.json (every rank's real timeline, merged by rank 0)
   int trace_steps = 2;       // steps recorded after the first (warm-up) step
+  int eval_batches = 0;      // > 0: train nothing; log the mean loss of this many global batches of data.path
 };
 
-// Returns when training finished; throws ptdp::Error on any failure (after aborting the
-// communicators so other ranks fail promptly too).
+enum class TrainOutcome {
+  Finished,         // every step of run.steps
+  StoppedBySignal,  // a stop signal (runtime/stop_signal.hpp): the step finished, a checkpoint saved
+};
+
+// Returns when training finished or stopped on a signal; throws ptdp::Error on any failure
+// (after aborting the communicators so other ranks fail promptly too).
 // A single process without a launcher is RankEnvironment{} with master_addr "127.0.0.1".
-void train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options);
+TrainOutcome train_rank(const RunConfig& config, const RankEnvironment& rank, const TrainOptions& options);
 
 }  // namespace ptdp

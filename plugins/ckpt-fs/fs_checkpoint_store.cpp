@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +13,7 @@
 
 #include <ptdp/error.hpp>
 
+#include "crc32c.hpp"
 #include "tensor_region.hpp"
 
 namespace ptdp::ckptfs {
@@ -22,6 +25,10 @@ namespace {
 constexpr const char* kIndexFile = "index.json";
 constexpr const char* kStepPrefix = "step-";
 constexpr const char* kStagingPrefix = ".staging-step-";
+// A committed step is renamed to this before its files are deleted, so it is never listed half gone.
+constexpr const char* kRemovingPrefix = ".removing-step-";
+// open() proves the folder writable by creating and deleting this file.
+constexpr const char* kWriteProbe = ".write-probe";
 // Suffixes of a rank's unfinished files, next to its finished "rank-R.safetensors".
 constexpr const char* kTmpSuffix = ".tmp";
 constexpr const char* kSpoolSuffix = ".spool";
@@ -53,17 +60,10 @@ std::string rank_ranges(const std::vector<int>& ranks) {
   return out;
 }
 
-std::string step_list(const std::vector<int64_t>& steps) {
-  if (steps.empty()) return "none";
-  std::string out;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (steps.size() > 10 && i == 5) {
-      out += ", ...";
-      i = steps.size() - 5;
-    }
-    out += (out.empty() ? "" : ", ") + std::to_string(steps[i]);
-  }
-  return out;
+std::string hex32(uint32_t value) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", value);
+  return text;
 }
 
 void check_step_and_rank(int64_t step, int rank) {
@@ -112,12 +112,39 @@ const fs::path& FsCheckpointStore::root() const {
 }
 
 void FsCheckpointStore::open(const std::string& root) {
+  const fs::path dir = absolute_folder(root);
+  make_folder(dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error("ckpt-fs: " + dir.string() + " is not a folder");
+  // Found now rather than at the first save, hours into the run. Permission bits alone do not
+  // tell (root, read-only mounts, ACLs): only creating a file does. mkostemp picks a fresh
+  // name, so ranks (or threads) opening the folder at once never collide.
+  std::string probe = (dir / (std::string(kWriteProbe) + "-XXXXXX")).string();
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0)
+    throw Error("ckpt-fs: cannot write in checkpoint folder " + dir.string() + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  use_root(dir);
+}
+
+void FsCheckpointStore::open_existing(const std::string& root) {
+  const fs::path dir = absolute_folder(root);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error("ckpt-fs: " + dir.string() + (fs::exists(dir, ec) ? " is not a folder" : ": no such checkpoint folder"));
+  use_root(dir);
+}
+
+fs::path FsCheckpointStore::absolute_folder(const std::string& root) {
   if (root.empty()) throw Error("ckpt-fs: the checkpoint folder name is empty");
   std::error_code ec;
   fs::path dir = fs::absolute(root, ec).lexically_normal();
   if (ec) throw Error("ckpt-fs: cannot resolve checkpoint folder " + root + ": " + ec.message());
-  make_folder(dir);
-  if (!fs::is_directory(dir, ec)) throw Error("ckpt-fs: " + dir.string() + " is not a folder");
+  return dir;
+}
+
+void FsCheckpointStore::use_root(const fs::path& dir) {
   root_ = dir;
   pending_.clear();
   indexes_.clear();
@@ -156,8 +183,8 @@ void FsCheckpointStore::write_shard(int64_t step, int rank, const ShardInfo& inf
   pending.failed = true;
   pending.body.append(host_data, bytes);
   pending.header.tensors.emplace(
-      info.name, SafetensorsEntry{info.dtype, info.shape, info.global_shape, info.offset,
-                                  pending.body_bytes, pending.body_bytes + bytes});
+      info.name, SafetensorsEntry{info.dtype, info.shape, info.global_shape, info.offset, pending.body_bytes,
+                                  pending.body_bytes + bytes, crc32c(host_data, bytes)});
   pending.body_bytes += bytes;
   pending.failed = false;
 }
@@ -283,6 +310,47 @@ void FsCheckpointStore::publish(int64_t step) {
   }
 }
 
+void FsCheckpointStore::remove_step(int64_t step) {
+  check_step_and_rank(step, 0);
+  const fs::path dir = step_dir(step);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error("ckpt-fs: cannot remove step " + std::to_string(step) + ": it is not committed in " +
+                root().string() + " (committed steps: " + step_list(list_steps()) + ")");
+  const fs::path doomed = root() / (kRemovingPrefix + zero_padded(step, 8));
+  fs::remove_all(doomed, ec);  // a removal an earlier crash interrupted
+  rename_path(dir, doomed);
+  if (options_.fsync) sync_directory(root());
+  indexes_.erase(step);
+  fs::remove_all(doomed, ec);
+  if (ec) throw Error("ckpt-fs: step " + std::to_string(step) + " is no longer listed, but " + doomed.string() +
+                      " could not be deleted: " + ec.message());
+}
+
+std::vector<std::string> FsCheckpointStore::discard_unfinished() {
+  std::vector<std::string> removed;
+  for (const fs::directory_entry& entry : folder_entries(root())) {
+    const std::string name = entry.path().filename().string();
+    const bool staging = parse_step_folder(name, kStagingPrefix).has_value();
+    if (!staging && !parse_step_folder(name, kRemovingPrefix)) continue;
+    uintmax_t bytes = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(entry.path(), ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec)) bytes += it->file_size(ec);
+    fs::remove_all(entry.path(), ec);
+    if (ec) throw Error("ckpt-fs: cannot remove " + entry.path().string() + ": " + ec.message());
+    removed.push_back("removed " + entry.path().string() + " (" + std::to_string(bytes) + " bytes), left by " +
+                      (staging ? "a save that did not finish" : "a step deletion that did not finish"));
+  }
+  return removed;
+}
+
+uint64_t FsCheckpointStore::available_bytes() {
+  struct statvfs st {};
+  if (::statvfs(root().c_str(), &st) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
 std::vector<int64_t> FsCheckpointStore::list_steps() {
   std::vector<int64_t> steps;
   for (const fs::directory_entry& entry : folder_entries(root())) {
@@ -306,6 +374,11 @@ const StepIndex& FsCheckpointStore::index(int64_t step) {
   const FileStamp stamp = file.stamp();
   auto cached = indexes_.find(step);
   if (cached != indexes_.end() && cached->second.stamp == stamp) return cached->second.value;
+  // An index lists each tensor's shards in a few hundred bytes; even a 175B model's is a few MB.
+  constexpr uint64_t kMaxIndexBytes = 1ull << 30;
+  if (file.size() > kMaxIndexBytes)
+    throw Error("ckpt-fs: " + path.string() + ": bad index: " + std::to_string(file.size()) +
+                " bytes is implausible for an index (the limit is 1 GiB)");
   StepIndex index = parse_step_index(read_whole_file(file), path);
   if (index.step != step)
     throw Error("ckpt-fs: " + path.string() + ": bad index: it describes step " + std::to_string(index.step));
@@ -381,13 +454,20 @@ void FsCheckpointStore::read(int64_t step, const ShardInfo& want, void* host_dat
                   shape_string(e.global_shape) + ", index.json says " + dtype_name(tensor.dtype) + " offset " +
                   shape_string(shard->region.offset) + " shape " + shape_string(shard->region.shape) + " of " +
                   shape_string(tensor.global_shape));
-    // One read of the span of the shard that holds `part`, then scatter its runs.
+    // One read of the span of the shard that holds `part`, then scatter its runs. A shard with a
+    // checksum is read whole, so the checksum can vouch for every byte used.
     std::vector<int64_t> last = part.offset;
     for (size_t d = 0; d < last.size(); ++d) last[d] += part.shape[d] - 1;
-    const int64_t first_element = flat_index(shard->region, part.offset);
-    const int64_t end_element = flat_index(shard->region, last) + 1;
+    const int64_t first_element = e.crc32c ? 0 : flat_index(shard->region, part.offset);
+    const int64_t end_element = e.crc32c ? volume(e.shape) : flat_index(shard->region, last) + 1;
     buffer.resize(static_cast<size_t>(end_element - first_element) * element);
     file.read_at(buffer.data(), buffer.size(), header.data_start + e.begin + first_element * element);
+    if (e.crc32c) {
+      const uint32_t computed = crc32c(buffer.data(), buffer.size());
+      if (computed != *e.crc32c)
+        throw Error("ckpt-fs: " + file.path().string() + ": " + what + " fails its checksum (crc32c " +
+                    hex32(computed) + ", stored " + hex32(*e.crc32c) + "): the file is damaged");
+    }
     for_each_run(shard->region, region, part, [&](int64_t in_shard, int64_t in_want, int64_t count) {
       std::memcpy(dst + in_want * element, buffer.data() + (in_shard - first_element) * element,
                   count * element);

@@ -4,6 +4,7 @@
 //   <root>/step-00000042/index.json                 what the step holds (see step_index.hpp)
 //   <root>/step-00000042/rank-00003.safetensors     rank 3's shards (see safetensors_file.hpp)
 //   <root>/.staging-step-00000042/                  the step while it is being written
+//   <root>/.removing-step-00000042/                 a committed step being deleted (keep)
 //
 // A rank spools its shards to rank-R.body.tmp, and finish_rank() writes rank-R.safetensors.tmp,
 // fsyncs it and renames it into place: a rank file that exists is complete. commit() checks
@@ -46,6 +47,10 @@ class FsCheckpointStore final : public CheckpointStore {
   std::string metadata(int64_t step) override;
   std::vector<ShardInfo> shards(int64_t step) override;
   void read(int64_t step, const ShardInfo& want, void* host_data) override;
+  void open_existing(const std::string& root) override;
+  void remove_step(int64_t step) override;
+  std::vector<std::string> discard_unfinished() override;
+  uint64_t available_bytes() override;
 
   static std::string step_folder_name(int64_t step);
   static std::string staging_folder_name(int64_t step);
@@ -66,6 +71,8 @@ class FsCheckpointStore final : public CheckpointStore {
   };
 
   const std::filesystem::path& root() const;
+  static std::filesystem::path absolute_folder(const std::string& root);
+  void use_root(const std::filesystem::path& dir);
   std::filesystem::path staging_dir(int64_t step) const { return root() / staging_folder_name(step); }
   std::filesystem::path step_dir(int64_t step) const { return root() / step_folder_name(step); }
   PendingRank& start_rank(int64_t step, int rank);

@@ -62,6 +62,7 @@ std::string encode_safetensors_header(const SafetensorsHeader& header) {
                   {"shape", e.shape},
                   {"data_offsets", {e.begin, e.end}}};
     shards[name] = {{"global_shape", e.global_shape}, {"offset", e.offset}};
+    if (e.crc32c) shards[name]["crc32c"] = *e.crc32c;
   }
   json ptdp = {{"step", header.step}, {"rank", header.rank}, {"shards", shards}};
   root["__metadata__"] = {{"format", "pt"}, {"ptdp", ptdp.dump()}};
@@ -119,6 +120,7 @@ SafetensorsHeader read_safetensors_header(const PosixFile& file) {
       const json& where = shards.at(name);
       e.global_shape = int_list(where.at("global_shape"), "global_shape");
       e.offset = int_list(where.at("offset"), "offset");
+      if (where.contains("crc32c")) e.crc32c = where.at("crc32c").get<uint32_t>();
       if (e.end - e.begin != static_cast<uint64_t>(volume(e.shape)) * dtype_size(e.dtype))
         throw std::invalid_argument("tensor '" + name + "' data_offsets [" + std::to_string(e.begin) +
                                     ", " + std::to_string(e.end) + "] do not hold shape " +

@@ -3,9 +3,10 @@
 // JSON header (per tensor: dtype, shape, data_offsets into the bytes that follow), then the
 // bytes. The header's "__metadata__" (a string-to-string map, as the format requires) holds,
 // under "ptdp", a JSON string with the step, the rank and each shard's global shape and offset,
-// so a file read on its own still says where its shards belong.
+// so a file read on its own still says where its shards belong, and each shard's CRC-32C.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct SafetensorsEntry {
   std::vector<int64_t> offset;  // in the global tensor
   uint64_t begin = 0;           // byte range in the data section
   uint64_t end = 0;
+  std::optional<uint32_t> crc32c;  // of the bytes [begin, end); absent in files from before checksums
 };
 
 struct SafetensorsHeader {

@@ -45,7 +45,8 @@ plan() {
   local sched=sched-1f1b
   [[ $v -gt 1 ]] && sched=sched-interleaved
   n=$((n + 1))
-  if ! "$host" validate "$manifest" \
+  # --manifest-only: the GPU manifests' plugins need not be built on the planning machine.
+  if ! "$host" validate --manifest-only "$manifest" \
       --set model.layers="$l" --set model.hidden="$h" --set model.heads="$a" \
       --set model.seq_len=2048 --set model.vocab=51200 \
       --set parallel.pipeline="$p" --set parallel.tensor="$t" --set parallel.data="$d" \

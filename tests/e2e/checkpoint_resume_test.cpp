@@ -55,5 +55,39 @@ TEST(CheckpointResume, CorruptCheckpointIsAClearErrorAndKeepsTheFiles) {
   EXPECT_TRUE(std::filesystem::exists(shard)) << "the damaged checkpoint was removed";
 }
 
+TEST(CheckpointResume, ALongerRunContinuesTheSavedDecayAndSaysSo) {
+  TinyGptWorkspace ws;
+  const std::string dir = "checkpoint.dir=\"" + ws.dir() + "/ckpt\"";
+  // Cosine from 1e-3 to 1e-4 over 4 steps (decay_steps 0: run.steps), saved at step 4.
+  const HostRun first = ws.run({"run.steps=4", "checkpoint.every=4", "optimizer.min_lr=1e-4", dir}, 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(first.lrs.size(), 4u);
+  EXPECT_NEAR(first.lrs.back(), 1e-4, 1e-9);
+  const HostRun longer = ws.run({"run.steps=8", "checkpoint.every=4", "optimizer.min_lr=1e-4", dir}, 1);
+  ASSERT_EQ(longer.exit_code, 0) << longer.output;
+  ASSERT_EQ(longer.lrs.size(), 4u) << longer.output;
+  for (double lr : longer.lrs) EXPECT_NEAR(lr, 1e-4, 1e-9) << "the decay restarted:\n" << longer.output;
+  EXPECT_NE(longer.output.find("the decay keeps the 4 steps it was saved with"), std::string::npos) << longer.output;
+}
+
+TEST(CheckpointResume, AChosenStepOfAnotherRunStartsANewLineInAnEmptyFolder) {
+  TinyGptWorkspace ws;
+  const std::string first_dir = ws.dir() + "/ckpt-first", branch_dir = ws.dir() + "/ckpt-branch";
+  const HostRun first = ws.run({"run.steps=4", "checkpoint.every=2", "checkpoint.dir=\"" + first_dir + "\""}, 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(first.losses.size(), 4u);
+  const HostRun branch = ws.run({"run.steps=4", "checkpoint.every=2", "checkpoint.dir=\"" + branch_dir + "\"",
+                                 "checkpoint.resume_from=\"" + first_dir + "\"", "checkpoint.resume_step=2"},
+                                1);
+  ASSERT_EQ(branch.exit_code, 0) << branch.output;
+  EXPECT_NE(branch.output.find("resumed from " + first_dir + " at step 2"), std::string::npos) << branch.output;
+  ASSERT_EQ(branch.losses.size(), 2u) << "steps 3 and 4 only:\n" << branch.output;
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(branch.losses[i], first.losses[i + 2], 1e-5 * std::abs(first.losses[i + 2])) << "step " << i + 3;
+  EXPECT_EQ(folder_names(first_dir), (std::vector<std::string>{"step-00000002", "step-00000004"}))
+      << "the run it started from is untouched";
+  EXPECT_EQ(folder_names(branch_dir), std::vector<std::string>{"step-00000004"});
+}
+
 }  // namespace
 }  // namespace ptdp::test

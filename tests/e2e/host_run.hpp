@@ -1,5 +1,9 @@
 #pragma once
 // Runs `ptdp-host run` on a small GPT in a temporary folder and reads back what it reported.
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +13,7 @@ struct HostRun {
   int exit_code = -1;
   std::string output;          // stdout and stderr together
   std::vector<double> losses;  // per step, from --metrics
+  std::vector<double> lrs;     // the learning rate of each step, from --metrics
 };
 
 struct CommandResult {
@@ -31,5 +36,37 @@ class TinyGptWorkspace {
  private:
   std::string dir_, manifest_;
 };
+
+// `ptdp-host run` started in the background, for tests that act on a job while it runs. Its
+// stdout and stderr go to a file in the workspace.
+class BackgroundRun {
+ public:
+  BackgroundRun(const TinyGptWorkspace& ws, const std::vector<std::string>& sets, int nproc,
+                const std::string& metrics_path);
+  ~BackgroundRun();  // kills the job if it still runs
+  BackgroundRun(const BackgroundRun&) = delete;
+  BackgroundRun& operator=(const BackgroundRun&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Waits until `metrics_path` holds `steps` steps; false if the job ended or `limit` passed first.
+  bool wait_for_steps(int steps, std::chrono::seconds limit) const;
+  // The exit code as HostRun::exit_code gives it, or nullopt when the job still ran after `limit`.
+  std::optional<int> wait(std::chrono::seconds limit);
+  std::string output() const;
+
+ private:
+  std::string metrics_path_, log_path_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// `ptdp-host ARGS` (any subcommand), through run_shell.
+CommandResult run_host_command(const std::string& args);
+
+// Step lines of a metrics log, its header record not counted (0 when it does not exist).
+int count_steps(const std::string& metrics_path);
+
+// The names of the entries of a folder, sorted (a ckpt-fs folder: "step-00000002", ...).
+std::vector<std::string> folder_names(const std::string& dir);
 
 }  // namespace ptdp::test

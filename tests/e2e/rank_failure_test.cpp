@@ -2,14 +2,11 @@
 // already written stay on disk.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "host_run.hpp"
 
@@ -18,13 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-int count_lines(const std::string& path) {
-  std::ifstream in(path);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += !line.empty();
-  return n;
-}
 
 // The child of `launcher` whose environment says PTDP_RANK=<rank>.
 pid_t find_rank(pid_t launcher, int rank) {
@@ -52,42 +42,23 @@ pid_t find_rank(pid_t launcher, int rank) {
 
 TEST(RankFailure, KilledRankStopsTheJobWithAClearError) {
   TinyGptWorkspace ws;
-  const std::string metrics = ws.dir() + "/metrics.jsonl", log = ws.dir() + "/log.txt";
-  const pid_t launcher = fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
-    freopen(log.c_str(), "w", stdout);
-    dup2(fileno(stdout), STDERR_FILENO);
-    execl(PTDP_TEST_HOST, PTDP_TEST_HOST, "run", ws.manifest().c_str(), "--nproc", "2", "--set",
-          "parallel.pipeline=2", "--set", "run.steps=100000", "--metrics", metrics.c_str(), nullptr);
-    _exit(127);
-  }
+  const std::string metrics = ws.dir() + "/metrics.jsonl";
+  BackgroundRun job(ws, {"parallel.pipeline=2", "run.steps=100000"}, 2, metrics);
+  const pid_t launcher = job.pid();
   // Wait until two steps are on disk, then kill rank 1 the hard way.
-  const auto started = Clock::now();
-  while (count_lines(metrics) < 2 && Clock::now() - started < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const int steps_before = count_lines(metrics);
-  ASSERT_GE(steps_before, 2) << "the job did not train";
+  ASSERT_TRUE(job.wait_for_steps(2, std::chrono::seconds(60))) << "the job did not train:\n" << job.output();
+  const int steps_before = count_steps(metrics);
   const pid_t victim = find_rank(launcher, 1);
   ASSERT_GT(victim, 0);
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   const auto killed = Clock::now();
-
-  int status = 0;
-  pid_t done = 0;
-  while ((done = waitpid(launcher, &status, WNOHANG)) == 0 && Clock::now() - killed < std::chrono::seconds(40))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (done == 0) {
-    kill(launcher, SIGKILL);
-    waitpid(launcher, &status, 0);
-    FAIL() << "the job did not stop within 40 s of rank 1's death";
-  }
+  const std::optional<int> code = job.wait(std::chrono::seconds(40));
+  ASSERT_TRUE(code.has_value()) << "the job did not stop within 40 s of rank 1's death";
   EXPECT_LT(Clock::now() - killed, std::chrono::seconds(40));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
-  std::ifstream in(log);
-  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(*code, 0);
+  const std::string output = job.output();
   EXPECT_NE(output.find("rank 1 killed by signal 9"), std::string::npos) << output;
-  EXPECT_GE(count_lines(metrics), steps_before) << "metrics written before the failure were lost";
+  EXPECT_GE(count_steps(metrics), steps_before) << "metrics written before the failure were lost";
   EXPECT_EQ(find_rank(launcher, 0), -1) << "rank 0 outlived the job";
 }
 

@@ -46,6 +46,33 @@ TEST(RunErrors, MissingPlugin) {
   EXPECT_NE(r.output.find("not found"), std::string::npos) << r.output;
 }
 
+TEST(RunErrors, APluginProblemIsReportedOnceWithValidatesExitCode) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"parallel.pipeline=2", "plugins.options.scheduler.depth=3"}, 2);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const std::string reason = "plugins.options.scheduler: ";
+  ASSERT_NE(r.output.find(reason), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(reason), r.output.rfind(reason)) << "reported more than once:\n" << r.output;
+  EXPECT_EQ(r.output.find("starting"), std::string::npos) << "ranks were started:\n" << r.output;
+}
+
+TEST(RunErrors, ASchedulerThatCannotServeTheShapeIsRefusedBeforeRanksStart) {
+  TinyGptWorkspace ws;
+  // sched-1f1b serves no interleaving (v > 1).
+  const HostRun r = ws.run({"parallel.pipeline=2", "parallel.virtual_stages=2"}, 2);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("plugins.scheduler: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("starting"), std::string::npos) << "ranks were started:\n" << r.output;
+}
+
+TEST(RunErrors, NprocZeroIsRefused) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({}, 0);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--nproc"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.losses.empty());
+}
+
 TEST(RunErrors, PrecisionTheKernelsDoNotCompute) {
   TinyGptWorkspace ws;
   const HostRun r = ws.run({"precision.params=\"bf16\""}, 1);

@@ -1,7 +1,8 @@
 #pragma once
 // CheckpointStore: named tensor shards with their place in the global tensor, committed per step
 // atomically. A step is listed only after every rank's shards and the step's metadata are on
-// disk; an interrupted write leaves earlier steps untouched.
+// disk; an interrupted write leaves earlier steps untouched. open() is for the run that writes:
+// it creates the folder and refuses one it cannot write in.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,34 @@ class CheckpointStore {
   // host memory, from whichever shards cover it, so a step saved under one layout loads under
   // another. Throws ptdp::Error naming the file and the reason on any corruption or mismatch.
   virtual void read(int64_t step, const ShardInfo& want, void* host_data) = 0;
+
+  // Since ABI 1.1. Opens a folder (or URI) that must already exist, to read its steps only:
+  // nothing is created or written, so it serves folders the caller may not write in.
+  virtual void open_existing(const std::string& root) = 0;
+  // Since ABI 1.1. Deletes a committed step (checkpoint.keep): the step stops being listed at
+  // once, atomically, before its data goes, so a crash half way never leaves a damaged step.
+  virtual void remove_step(int64_t step) = 0;
+  // Since ABI 1.1. Deletes what interrupted saves left behind (never a committed step) and
+  // returns one line per thing removed, for the log. Called by one process before a run's
+  // first save, while no save of that folder is in progress.
+  virtual std::vector<std::string> discard_unfinished() = 0;
+  // Since ABI 1.1. Bytes a save can still use, or UINT64_MAX when the store cannot tell.
+  virtual uint64_t available_bytes() = 0;
 };
+
+// Committed steps as a person reads them in a message: "100, 200, 300", the first and last five
+// of a long list with "..." between them, or "none".
+inline std::string step_list(const std::vector<int64_t>& steps) {
+  if (steps.empty()) return "none";
+  std::string out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps.size() > 10 && i == 5) {
+      out += ", ...";
+      i = steps.size() - 5;
+    }
+    out += (out.empty() ? "" : ", ") + std::to_string(steps[i]);
+  }
+  return out;
+}
 
 }  // namespace ptdp

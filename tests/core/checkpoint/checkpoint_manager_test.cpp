@@ -7,6 +7,7 @@
 
 #include <barrier>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -318,6 +319,32 @@ TEST_F(CheckpointManagerTest, RefusesParametersAndRolesThatDoNotFit) {
               ::testing::ThrowsMessage<Error>(HasSubstr("no checkpoint store")));
   EXPECT_THAT([&] { CheckpointManager(open_store(), kernels, CheckpointRole{4, 4, 0, 0, 0, 1}); },
               ::testing::ThrowsMessage<Error>(HasSubstr("inconsistent role: rank 4 of 4")));
+}
+
+TEST_F(CheckpointManagerTest, ADivergedModelIsNeverCommitted) {
+  HostMemoryKernels kernels;
+  CheckpointManager manager(open_store(), kernels, CheckpointRole{});
+  RankParams model(kernels, stage_params(0, 1), 1, 0, true);
+  manager.save(1, model.params, "{}", [] {});
+  model.params[2].exp_avg_sq.as<float>()[5] = std::numeric_limits<float>::infinity();
+  try {
+    manager.save(2, model.params, "{}", [] {});
+    ADD_FAILURE() << "a step holding inf was saved";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("step 2 not saved: 'layers.0.attn.qkv.weight.exp_avg_sq' holds inf at element 5"));
+  }
+  EXPECT_EQ(open_store()->list_steps(), std::vector<int64_t>{1});
+}
+
+TEST_F(CheckpointManagerTest, KeepNewestDeletesTheOlderSteps) {
+  HostMemoryKernels kernels;
+  CheckpointManager manager(open_store(), kernels, CheckpointRole{});
+  RankParams model(kernels, stage_params(0, 1), 1, 0, true);
+  for (int64_t step : {1, 2, 3, 4}) manager.save(step, model.params, "{}", [] {});
+  EXPECT_TRUE(manager.keep_newest(0).empty()) << "keep = 0 keeps every step";
+  EXPECT_EQ(manager.keep_newest(2), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(open_store()->list_steps(), (std::vector<int64_t>{3, 4}));
+  EXPECT_TRUE(manager.keep_newest(2).empty());
 }
 
 }  // namespace

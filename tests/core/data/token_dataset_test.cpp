@@ -79,14 +79,14 @@ TEST(TokenDataset, ReadsLlmcGpt2Shard) {
   }
 }
 
-TEST(TokenDataset, AnyOtherFileIsRawBytes) {
+TEST(TokenDataset, AnyOtherFileWithoutNulBytesIsRawBytes) {
   ScratchDir dir;
   const std::string path = dir.file("book.txt");
-  write_bytes(path, {'A', 'b', '\n', 0xff, 0x00, 'z'});
+  write_bytes(path, {'A', 'b', '\n', 0xff, 0x01, 'z'});
   auto dataset = TokenDataset::open(path);
   EXPECT_EQ(dataset.format(), TokenFileFormat::Text);
   EXPECT_EQ(dataset.dtype(), TokenDType::U8);
-  EXPECT_EQ(all_tokens(dataset), (std::vector<int32_t>{'A', 'b', '\n', 255, 0, 'z'}));
+  EXPECT_EQ(all_tokens(dataset), (std::vector<int32_t>{'A', 'b', '\n', 255, 1, 'z'}));
   EXPECT_EQ(dataset.max_token(), 255);
   EXPECT_NO_THROW(dataset.check_vocab(256));
 
@@ -174,6 +174,12 @@ std::vector<MalformedCase> malformed_cases() {
       {"llmc_trailing_bytes", llmc_shard(kLlmcMagic, 1, 1, {1, 2, 3}), "auto", "4 bytes follow the last of the 1 tokens"},
       {"llmc_negative_count", llmc_shard(kLlmcMagic, 1, -5, {}), "auto", "negative token count -5"},
       {"empty_text", {}, "auto", "empty file: no tokens"},
+      // Under auto a binary file is held to a token format, never trained as text.
+      {"llmc_near_magic", llmc_shard(kLlmcMagic + 1, 1, 2, {1, 2}), "auto",
+       "bad magic 20240521: laid out like an llm.c GPT-2 token shard"},
+      {"binary_without_magic", {'P', 'K', 3, 4, 0, 0, 'x'}, "auto",
+       "binary data (a NUL byte at offset 4) that is neither a ptdp token file"},
+      {"nul_after_text", {'a', 'b', '\n', 0}, "auto", "set data.format = \"text\" to train on its bytes anyway"},
       {"unknown_format", {'a', 'b'}, "json", "unknown data format 'json'"},
   };
 }

@@ -189,6 +189,56 @@ TEST(LocalLauncher, CtrlCReachesEveryRank) {
   for (pid_t pid : pids) EXPECT_TRUE(process_gone(pid)) << "rank process " << pid << " left behind";
 }
 
+// A rank that takes SIGTERM as "finish the step, save, exit 75", as ptdp-host run's ranks do.
+constexpr const char* kSavingRank =
+    "trap 'sleep 1.5; exit 75' TERM USR1; echo $$ > $DIR/pid$PTDP_RANK.tmp && "
+    "mv $DIR/pid$PTDP_RANK.tmp $DIR/pid$PTDP_RANK; while :; do sleep 0.1; done";
+
+TEST(LocalLauncher, AStopSignalWaitsForTheRanksToSaveAndReturnsTheirCode) {
+  LaunchOptions options;
+  options.grace = 200ms;  // saving takes longer than this: the launcher must not cut it short
+  options.stopped_by_signal_code = 75;
+  LauncherProcess launcher(2, sh(kSavingRank), options);
+  const std::vector<pid_t> pids = launcher.rank_pids(2);
+  ::kill(launcher.pid(), SIGTERM);
+  EXPECT_EQ(launcher.wait(), 75) << launcher.err();
+  EXPECT_GE(launcher.elapsed(), 1.5);
+  EXPECT_NE(launcher.err().find("finish their step, save a checkpoint and stop"), std::string::npos) << launcher.err();
+  for (pid_t pid : pids) EXPECT_TRUE(process_gone(pid)) << "rank process " << pid << " left behind";
+}
+
+TEST(LocalLauncher, ASecondStopSignalStopsTheRanksAtOnce) {
+  LaunchOptions options;
+  options.stopped_by_signal_code = 75;
+  LauncherProcess launcher(2, sh("trap 'while :; do sleep 0.1; done' TERM USR1; echo $$ > $DIR/pid$PTDP_RANK.tmp && "
+                                 "mv $DIR/pid$PTDP_RANK.tmp $DIR/pid$PTDP_RANK; while :; do sleep 0.1; done"),
+                           options);
+  const std::vector<pid_t> pids = launcher.rank_pids(2);
+  ::kill(launcher.pid(), SIGUSR1);
+  std::this_thread::sleep_for(1200ms);
+  const auto second = Clock::now();
+  ::kill(launcher.pid(), SIGUSR1);
+  EXPECT_EQ(launcher.wait(), 128 + SIGUSR1) << launcher.err();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - second).count(), 3.0);
+  EXPECT_NE(launcher.err().find("second signal"), std::string::npos) << launcher.err();
+  for (pid_t pid : pids) EXPECT_TRUE(process_gone(pid)) << "rank process " << pid << " left behind";
+}
+
+TEST(LocalLauncher, AStoppedRankIsNamedWhenTheRanksWaitingForItFail) {
+  LaunchOptions options;
+  options.grace = 500ms;
+  // Rank 1 stops itself; rank 0 "times out waiting for it" and fails.
+  LauncherProcess launcher(2, sh("echo $$ > $DIR/pid$PTDP_RANK.tmp && mv $DIR/pid$PTDP_RANK.tmp $DIR/pid$PTDP_RANK; "
+                                 "if [ $PTDP_RANK = 1 ]; then kill -STOP $$; exec sleep 60; fi; sleep 0.5; exit 1"),
+                           options);
+  const std::vector<pid_t> pids = launcher.rank_pids(2);
+  EXPECT_EQ(launcher.wait(), 1);
+  EXPECT_NE(launcher.err().find("rank 1 (pid " + std::to_string(pids[1]) + ") is stopped"), std::string::npos)
+      << launcher.err();
+  EXPECT_LT(launcher.elapsed(), 5.0) << "the stopped rank was not ended promptly";
+  EXPECT_TRUE(process_gone(pids[1]));
+}
+
 TEST(LocalLauncher, CommandThatCannotRunIsReported) {
   LauncherProcess launcher(2, {"/nonexistent/ptdp-rank"});
   EXPECT_EQ(launcher.wait(), 127);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "launch/socket_io.hpp"
+#include "support/error_message.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp {
@@ -24,15 +25,7 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(TcpStore, SetAndGetAcrossRanks) {
   TcpStore server("127.0.0.1", 0, 0, 2, 5s);

@@ -78,11 +78,19 @@ TEST(ManifestLoad, FfnHiddenCanBeSet) {
   EXPECT_EQ(c.model.ffn_hidden, 100);
 }
 
+TEST(ManifestLoad, TextFormatAndCheckpointKeepAreAccepted) {
+  const RunConfig c = load_manifest_string(
+      edited(kManifest, {{"val_fraction = 0.1", "val_fraction = 0.1\nformat = \"text\""}, {"every = 0", "every = 0\nkeep = 3"}}),
+      "t.toml");
+  EXPECT_EQ(c.data.format, "text");
+  EXPECT_EQ(c.checkpoint.keep, 3);
+}
+
 TEST(ManifestLoad, PluginOptionsAreKeptRaw) {
   const RunConfig c = load_manifest_string(
-      edited(kManifest, {{"transport = \"shm\"", "transport = \"shm\"\n[plugins.options.kernels]\nblock = 64\nexact = true"}}),
+      edited(kManifest, {{"transports = \"shm\"", "transports = \"shm\"\n[plugins.options.kernels]\nblock = 64\nexact = true"}}),
       "t.toml");
-  EXPECT_EQ(c.plugins.options.at("comm")["transport"].value<std::string>(), "shm");
+  EXPECT_EQ(c.plugins.options.at("comm")["transports"].value<std::string>(), "shm");
   EXPECT_EQ(c.plugins.options.at("kernels")["block"].value<int64_t>(), 64);
   EXPECT_EQ(c.plugins.options.at("kernels")["exact"].value<bool>(), true);
   EXPECT_TRUE(c.plugins.options.at("scheduler").empty());

@@ -58,10 +58,11 @@ every = 0
 
 [plugins]
 comm = "comm-ucx"
+scheduler = "sched-interleaved"
 search_path = ["plugins"]
 
 [plugins.options.comm]
-transport = "shm"
+transports = "shm"
 
 [launch]
 nproc_per_node = 8

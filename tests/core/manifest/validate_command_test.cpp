@@ -67,10 +67,45 @@ TEST(ValidateCommand, OverridesApplyAndAreNamed) {
   EXPECT_THAT(bad.output, ::testing::StartsWith("--set parallel.tensor=3: parallel.tensor: "));
 }
 
+TEST(ValidateCommand, PluginsAndScheduleAreCheckedUnlessManifestOnly) {
+  TempDir dir;
+  const auto file = dir.write("good.toml", kManifest);
+  const Result misnamed = run_host("validate '" + file.string() + "' --set plugins.comm=comm-ucxx");
+  EXPECT_EQ(misnamed.status, 2);
+  EXPECT_THAT(misnamed.output, HasSubstr("plugins.comm: "));
+  EXPECT_THAT(misnamed.output, HasSubstr("comm-ucxx"));
+  const Result option = run_host("validate '" + file.string() + "' --set plugins.options.comm.colour=1");
+  EXPECT_EQ(option.status, 2);
+  EXPECT_THAT(option.output, HasSubstr("plugins.options.comm: plugin 'comm-ucx': unknown config key 'colour'"));
+  const Result schedule = run_host("validate '" + file.string() + "' --set plugins.scheduler=sched-1f1b");
+  EXPECT_EQ(schedule.status, 2);
+  EXPECT_THAT(schedule.output, HasSubstr("plugins.scheduler: sched-1f1b runs one model chunk per stage"));
+  const Result planning = run_host("validate --manifest-only '" + file.string() + "' --set plugins.comm=comm-ucxx");
+  EXPECT_EQ(planning.status, 0) << planning.output;
+  const Result good = run_host("validate '" + file.string() + "'");
+  EXPECT_EQ(good.status, 0) << good.output;
+  EXPECT_THAT(good.output, HasSubstr("schedule     sched-interleaved verified for p=2 v=2 m=4"));
+}
+
 TEST(ValidateCommand, MissingFileExitsTwo) {
   const Result r = run_host("validate /nonexistent/ptdp.toml");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.output, "/nonexistent/ptdp.toml: cannot read manifest: No such file or directory\n");
+}
+
+TEST(ValidateCommand, AnEndlessFileIsRefusedWithinBoundedMemory) {
+  // With at most 1 GB of address space, reading /dev/zero whole would fail the process instead.
+  const std::string command = std::string("ulimit -v 1000000; timeout 60 '") + PTDP_TEST_HOST +
+                              "' validate /dev/zero 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << output;
+  EXPECT_EQ(output, "/dev/zero: not a manifest: more than 4 MiB (a manifest is a few kilobytes of TOML)\n");
 }
 
 TEST(ValidateCommand, HelpDescribesSet) {

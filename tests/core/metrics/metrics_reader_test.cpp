@@ -126,5 +126,23 @@ TEST(MetricsReader, MissingFileOrFolderIsNamed) {
   EXPECT_EQ(read_error(dir.path().string()), dir.path().string() + ": is a directory, not a metrics log");
 }
 
+TEST(MetricsReader, AnUnfinishedLastLineIsSkippedAndTheRestIsRead) {
+  test::TempDir dir("ptdp-metrics");
+  // What a full disk or a killed run leaves: the last line cut short, without its newline.
+  const std::string path =
+      write_file(dir, "cut.jsonl", "{\"step\":1,\"loss\":5}\n{\"step\":2,\"loss\":4}\n{\"step\":3,\"lo");
+  const auto steps = read_metrics_log(path);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps.back().step, 2);
+  // A bad line that a newline ends is no accident of a full disk: still an error.
+  const std::string bad = write_file(dir, "bad-last.jsonl", "{\"step\":1,\"loss\":5}\n{\"step\":3,\"lo\n");
+  EXPECT_EQ(read_error(bad), bad + ":2: not valid JSON");
+}
+
+TEST(MetricsReader, AFileWithoutLineBreaksIsRefusedWithoutReadingItWhole) {
+  // /dev/zero never ends; the reader stops at the longest line a metrics log can have.
+  EXPECT_EQ(read_error("/dev/zero"), "/dev/zero:1: longer than 1 MiB: not a metrics line");
+}
+
 }  // namespace
 }  // namespace ptdp

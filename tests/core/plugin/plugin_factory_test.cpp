@@ -90,7 +90,9 @@ TEST(PluginFactory, RefusesOutOfRange) {
   EXPECT_EQ(config_refusal("label = 'x'\nratio = 1.5"),
             "plugin 'sched-probe': config key 'ratio': 1.5 is out of range [0, 1]");
   EXPECT_EQ(config_refusal("label = 'x'\nratio = nan"),
-            "plugin 'sched-probe': config key 'ratio': nan is out of range [0, 1]");
+            "plugin 'sched-probe': config key 'ratio': nan is not a finite number");
+  EXPECT_EQ(config_refusal("label = 'x'\nratio = inf"),
+            "plugin 'sched-probe': config key 'ratio': inf is not a finite number");
 }
 
 TEST(PluginFactory, RefusesValueOutsideChoices) {

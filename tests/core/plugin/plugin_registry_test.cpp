@@ -104,13 +104,20 @@ TEST(PluginRegistry, RefusesOtherAbiMajor) {
 
 TEST(PluginRegistry, RefusesNewerAbiMinor) {
   EXPECT_EQ(load_refusal("broken-abi-minor"),
-            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.0");
+            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.1");
+}
+
+TEST(PluginRegistry, RefusesACheckpointStoreBuiltBeforeItsInterfaceGrew) {
+  EXPECT_EQ(load_refusal("broken-old-store", PluginKind::CheckpointStore, "checkpoint"),
+            "plugin " + probe_file("broken-old-store") +
+                ": ABI mismatch: checkpoint plugin built for ABI 1.0, a checkpoint store needs 1.1 or later "
+                "(rebuild it against this SDK)");
 }
 
 TEST(PluginRegistry, RefusesTooSmallDescriptor) {
   EXPECT_EQ(load_refusal("broken-struct-size"),
             "plugin " + probe_file("broken-struct-size") + ": ABI mismatch: descriptor is " +
-                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.0) needs at least " +
+                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.1) needs at least " +
                 std::to_string(sizeof(PluginDescriptor)));
 }
 
@@ -157,13 +164,13 @@ TEST(PluginRegistry, DiscoverListsLoadedAndRefusedFiles) {
     EXPECT_EQ(by_file[file]->error, "");
   }
   for (const char* bad : {"broken-no-entry", "broken-abi-major", "broken-abi-minor", "broken-struct-size",
-                          "broken-toolchain", "broken-schema", "broken-not-elf"}) {
+                          "broken-toolchain", "broken-schema", "broken-not-elf", "broken-old-store"}) {
     const std::string file = std::string("libptdp-") + bad + ".so";
     ASSERT_TRUE(by_file.count(file)) << file;
     EXPECT_EQ(by_file[file]->descriptor, nullptr);
     EXPECT_EQ(by_file[file]->error.rfind("plugin " + probe_file(bad) + ": ", 0), 0u) << by_file[file]->error;
   }
-  EXPECT_EQ(found.size(), 10u);
+  EXPECT_EQ(found.size(), 11u);
 }
 
 }  // namespace

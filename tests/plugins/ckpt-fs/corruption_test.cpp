@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crc32c.hpp"
 #include "store_test_support.hpp"
 
 namespace ptdp::ckptfs::test {
@@ -55,6 +56,34 @@ TEST_F(CorruptionTest, TruncatedData) {
   fs::resize_file(rank_file(1), fs::file_size(rank_file(1)) - 10);
   EXPECT_THAT(read_whole_error(),
               AllOf(HasSubstr(rank_file(1).string()), HasSubstr("truncated: tensor 'w' ends at data byte 96")));
+}
+
+TEST_F(CorruptionTest, AFlippedBitIsFoundByTheShardsChecksum) {
+  // Flip one bit in the last byte of rank 1's data: the file keeps its size and its header.
+  {
+    std::fstream file(rank_file(1), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-1, std::ios::end);
+    char last = 0;
+    file.get(last);
+    file.seekp(-1, std::ios::end);
+    file.put(static_cast<char>(last ^ 0x10));
+  }
+  EXPECT_THAT(read_whole_error(),
+              AllOf(HasSubstr(rank_file(1).string()), HasSubstr("tensor 'w' fails its checksum (crc32c 0x"),
+                    HasSubstr("the file is damaged")));
+  // Even a region of the damaged shard that misses the flipped byte is refused: the checksum
+  // covers the shard, so the shard is read whole.
+  EXPECT_THAT(error_of([&] { read_part(reader, 1, "w", shape, {{4, 0}, {1, 6}}); }), HasSubstr("fails its checksum"));
+  // The undamaged shard still reads.
+  EXPECT_EQ(read_part(reader, 1, "w", shape, {{0, 0}, {4, 6}}), cut(values, shape, {0, 0}, {4, 6}));
+}
+
+TEST(Crc32c, KnownValues) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);  // the check value of CRC-32C
+  EXPECT_EQ(crc32c("", 0), 0u);
+  const std::string text = "a longer text, so the eight-byte loop and the tail both run";
+  EXPECT_EQ(crc32c(text.data() + 10, text.size() - 10, crc32c(text.data(), 10)), crc32c(text.data(), text.size()))
+      << "a checksum continued over two pieces equals the checksum of the whole";
 }
 
 TEST_F(CorruptionTest, TruncatedHeader) {

@@ -1,0 +1,60 @@
+#include "checkpoint/safetensors_reader.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include <ptdp/error.hpp>
+
+namespace ptdp {
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+}  // namespace
+
+std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) {
+  auto fail = [&](const std::string& reason) { throw Error(path + ": " + reason); };
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  uint64_t length = 0;
+  if (size < 8 || !in.read(reinterpret_cast<char*>(&length), 8)) fail("too short for a safetensors file");
+  if (length > kMaxHeaderBytes || 8 + length > size)
+    fail("bad header length " + std::to_string(length) + " for a file of " + std::to_string(size) + " bytes");
+  std::string text(length, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(length));
+  const nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
+  if (!header.is_object()) fail("the header is not a JSON object");
+  const uint64_t data_size = size - 8 - length;
+  std::map<std::string, NamedF32Tensor> out;
+  try {
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") continue;
+      const std::string dtype = entry.at("dtype").get<std::string>();
+      if (dtype != "F32") fail("tensor '" + name + "' is " + dtype + ": only F32 is read (convert the model first)");
+      NamedF32Tensor t{name, entry.at("shape").get<std::vector<int64_t>>(), {}};
+      const auto range = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      uint64_t elements = 1;
+      for (int64_t d : t.shape) {
+        if (d < 0 || (d > 0 && elements > data_size / static_cast<uint64_t>(d))) fail("tensor '" + name + "' has a bad shape");
+        elements *= static_cast<uint64_t>(d);
+      }
+      if (range.size() != 2 || range[0] > range[1] || range[1] > data_size || range[1] - range[0] != 4 * elements)
+        fail("tensor '" + name + "' has data_offsets that do not hold its shape inside the file");
+      t.values.resize(elements);
+      in.seekg(static_cast<std::streamoff>(8 + length + range[0]));
+      if (!in.read(reinterpret_cast<char*>(t.values.data()), static_cast<std::streamsize>(4 * elements)))
+        fail("cannot read tensor '" + name + "'");
+      out.emplace(name, std::move(t));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("bad header: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace ptdp

@@ -1,0 +1,76 @@
+// ptdp-host export hf CHECKPOINT OUT_DIR: a saved step as a Hugging Face GPT-2 folder
+// (config.json with every dimension, model.safetensors in GPT2LMHeadModel's names and layout),
+// whatever layout trained it: each tensor is read whole from its shards.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+
+#include "checkpoint/hf_gpt2_layout.hpp"
+#include "checkpoint/safetensors_writer.hpp"
+#include "command_registry.hpp"
+#include "manifest/manifest_loader.hpp"
+#include "manifest/run_config_json.hpp"
+#include "stored_step.hpp"
+
+namespace ptdp::host {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ExportArgs {
+  std::string checkpoint;
+  std::string out_dir;
+  std::string store = "ckpt-fs";
+  int64_t step = 0;
+};
+
+void export_hf(const ExportArgs& args) {
+  const StoredStep stored = open_stored_step(args.checkpoint, args.step, args.store);
+  const std::string source = fmt::format("{} step {}", args.checkpoint, stored.step);
+  const RunConfig config = load_manifest_string(manifest_text(stored.metadata["config"]), source);
+  std::vector<NamedF32Tensor> tensors;
+  for (const HfGpt2Tensor& t : hf_gpt2_tensors(config.model)) {
+    std::vector<float> values(static_cast<size_t>(t.ptdp_elements()));
+    stored.store->read(stored.step,
+                       ShardInfo{t.ptdp_name, DType::F32, t.ptdp_shape, std::vector<int64_t>(t.ptdp_shape.size(), 0),
+                                 t.ptdp_shape},
+                       values.data());
+    tensors.push_back({t.hf_name, t.hf_shape, t.to_hf(values)});
+  }
+  std::error_code ec;
+  fs::create_directories(args.out_dir, ec);
+  if (ec) throw Error(fmt::format("{}: cannot create folder: {}", args.out_dir, ec.message()));
+  write_safetensors((fs::path(args.out_dir) / "model.safetensors").string(), tensors);
+  const fs::path config_path = fs::path(args.out_dir) / "config.json";
+  std::ofstream(config_path) << hf_gpt2_config(config.model).dump(2) << "\n";
+  if (!fs::exists(config_path)) throw Error(fmt::format("{}: cannot write", config_path.string()));
+  spdlog::info("exported step {} of {} ({} tensors) to {} as a Hugging Face GPT-2", stored.step, args.checkpoint,
+               tensors.size(), args.out_dir);
+}
+
+void add_export(CLI::App& root) {
+  auto args = std::make_shared<ExportArgs>();
+  auto* cmd = root.add_subcommand("export", "Write a checkpoint step in another tool's format");
+  cmd->require_subcommand(1);
+  auto* hf = cmd->add_subcommand("hf", "A Hugging Face GPT-2 folder: config.json and model.safetensors");
+  hf->add_option("checkpoint", args->checkpoint, "Checkpoint folder (checkpoint.dir of the run)")->required();
+  hf->add_option("out_dir", args->out_dir, "Folder to write (created if absent)")->required();
+  hf->add_option("--step", args->step, "Committed step to export (default: the newest)")->check(CLI::PositiveNumber);
+  hf->add_option("--store", args->store, "CheckpointStore plugin that wrote the folder");
+  hf->callback([args] {
+    try {
+      export_hf(*args);
+    } catch (const Error& e) {
+      spdlog::error("{}", e.what());
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+const RegisterHostCommand registration{{"export", 47, add_export}};
+
+}  // namespace
+}  // namespace ptdp::host

@@ -1,0 +1,54 @@
+#include "manifest_plugins.hpp"
+
+#include <fmt/format.h>
+
+#include "manifest/manifest_loader.hpp"
+#include "plugin/config_schema.hpp"
+#include "plugin/plugin_error.hpp"
+#include "plugin/plugin_factory.hpp"
+#include "plugin/plugin_registry.hpp"
+#include "schedule/pipeline_schedule.hpp"
+
+namespace ptdp::host {
+
+std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
+  PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
+  const struct {
+    const char* slot;
+    const std::string& name;
+    PluginKind kind;
+  } slots[] = {{"comm", config.plugins.comm, PluginKind::Communicator},
+               {"kernels", config.plugins.kernels, PluginKind::LayerKernels},
+               {"scheduler", config.plugins.scheduler, PluginKind::Scheduler},
+               {"checkpoint", config.plugins.checkpoint, PluginKind::CheckpointStore}};
+  std::vector<std::string> lines;
+  std::string loaded;
+  const PluginInfo* scheduler = nullptr;
+  std::string slot_key;
+  try {
+    for (const auto& s : slots) {
+      slot_key = fmt::format("plugins.{}", s.slot);
+      const PluginInfo& info = registry.load(s.name, s.kind, s.slot);
+      slot_key = fmt::format("plugins.options.{}", s.slot);
+      validated_plugin_config(*info.descriptor, config.plugins.options.at(s.slot));
+      loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", info.descriptor->name, info.descriptor->version);
+      if (s.kind == PluginKind::Scheduler) scheduler = &info;
+    }
+    slot_key = "plugins.scheduler";
+    const ScheduleShape shape{config.parallel.pipeline, config.parallel.virtual_stages,
+                              config.parallel.microbatches()};
+    auto object = create_plugin<Scheduler>(*scheduler, config.plugins.options.at("scheduler"), 0, 1);
+    const PipelineSchedule schedule = plan_schedule(*object, shape);
+    lines.push_back(fmt::format("loaded       {} (options checked against their schemas)", loaded));
+    lines.push_back(fmt::format("schedule     {} verified for p={} v={} m={}: peak activations on stage 0: {}",
+                                config.plugins.scheduler, shape.stages, shape.chunks, shape.microbatches,
+                                schedule.report.peak_activations.at(0)));
+  } catch (const ManifestError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ManifestError(fmt::format("{}: {}: {}", config.source, slot_key, e.what()));
+  }
+  return lines;
+}
+
+}  // namespace ptdp::host

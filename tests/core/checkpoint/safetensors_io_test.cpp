@@ -1,0 +1,60 @@
+// The safetensors files export writes read back as written; a damaged or foreign file is one
+// line naming it, with every bound checked before anything is allocated.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint/safetensors_reader.hpp"
+#include "checkpoint/safetensors_writer.hpp"
+#include "support/error_message.hpp"
+
+namespace ptdp::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class SafetensorsIo : public ::testing::Test {
+ protected:
+  SafetensorsIo() : path_((fs::temp_directory_path() / ("ptdp-st-" + std::to_string(::getpid()) + ".safetensors")).string()) {}
+  ~SafetensorsIo() override { fs::remove(path_); }
+  // A file of an 8-byte header length, `header` and `data`.
+  void write_raw(uint64_t length, const std::string& header, const std::string& data) {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out << header << data;
+  }
+  std::string path_;
+};
+
+TEST_F(SafetensorsIo, WhatIsWrittenReadsBack) {
+  write_safetensors(path_, {{"a", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"b", {1}, {-7.5f}}});
+  const auto read = read_safetensors(path_);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read.at("a").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(read.at("a").values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(read.at("b").values, std::vector<float>{-7.5f});
+  EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+}
+
+TEST_F(SafetensorsIo, DamagedOrForeignFilesAreRefused) {
+  write_raw(uint64_t{1} << 40, "{}", "");
+  EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr(path_ + ": bad header length"));
+  const std::string f16 = R"({"x": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}})";
+  write_raw(f16.size(), f16, "abcd");
+  EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr("tensor 'x' is F16: only F32 is read"));
+  const std::string beyond = R"({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})";
+  write_raw(beyond.size(), beyond, "abcd");
+  EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr("data_offsets that do not hold its shape"));
+  const std::string huge = R"({"x": {"dtype": "F32", "shape": [4000000000, 4000000000], "data_offsets": [0, 4]}})";
+  write_raw(huge.size(), huge, "abcd");
+  EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr("tensor 'x' has a bad shape"));
+  write_raw(4, "[1]x", "");
+  EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr("not a JSON object"));
+}
+
+}  // namespace
+}  // namespace ptdp::test

@@ -1,0 +1,95 @@
+// `ptdp-host export hf`: a step trained under p = 2, t = 2 becomes a Hugging Face GPT-2 folder
+// whose loss, computed the way transformers' GPT2LMHeadModel computes it (hf_gpt2_loss.py, from
+// config.json and model.safetensors alone, float64), equals ptdp's own on the same tokens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "host_run.hpp"
+
+namespace ptdp::test {
+namespace {
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+std::string python_output(const std::string& args) {
+  return run_shell(std::string(kPython) + " " + PTDP_SOURCE_DIR "/tests/e2e/hf_gpt2_loss.py " + args).output;
+}
+
+bool torch_importable() { return std::system((std::string(kPython) + " -c 'import torch, numpy' 2>/dev/null").c_str()) == 0; }
+
+TEST(ExportHf, TheExportedModelGivesPtdpsLossOnTheSameTokens) {
+  if (!torch_importable()) GTEST_SKIP() << kPython << " cannot import torch (Debian: apt install python3-torch)";
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf", tokens = ws.dir() + "/sequence.txt";
+  const HostRun trained = ws.run({"run.steps=3", "checkpoint.every=3", "parallel.pipeline=2", "parallel.tensor=2",
+                                  "checkpoint.dir=\"" + dir + "\""},
+                                 4);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  // One sequence of seq_len + 1 = 17 bytes: every window ptdp samples from it is the whole file.
+  std::ofstream(tokens) << "the quick brown f";
+  const CommandResult exported = run_host_command("export hf " + dir + " " + hf);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const CommandResult evaluated = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(evaluated.output, m, std::regex(R"(loss ([0-9.]+))"))) << evaluated.output;
+  const double ptdp_loss = std::stod(m[1]);
+  const std::string hf_output = python_output(hf + " " + tokens);
+  const double hf_loss = std::atof(hf_output.c_str());
+  ASSERT_GT(hf_loss, 0) << hf_output;
+  EXPECT_NEAR(hf_loss, ptdp_loss, 1e-4 * ptdp_loss) << hf_output;
+}
+
+std::string eval_loss(const std::string& dir, const std::string& tokens) {
+  const CommandResult r = run_host_command("eval " + dir + " --data " + tokens + " --format text --batches 1");
+  std::smatch m;
+  return std::regex_search(r.output, m, std::regex(R"(loss ([0-9.]+))")) ? m[1].str() : "no loss: " + r.output;
+}
+
+TEST(ImportHf, AnExportedModelImportsBackAsStepZeroAndARunStartsFromIt) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf", imported = ws.dir() + "/imported";
+  const std::string tokens = ws.dir() + "/sequence.txt";
+  std::ofstream(tokens) << "the quick brown f";
+  const HostRun trained = ws.run({"run.steps=3", "checkpoint.every=3", "parallel.tensor=2",
+                                  "checkpoint.dir=\"" + dir + "\""},
+                                 2);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
+  const CommandResult in = run_host_command("import hf " + hf + " " + ws.manifest() + " --set checkpoint.dir=\"" +
+                                      imported + "\"");
+  ASSERT_EQ(in.exit_code, 0) << in.output;
+  EXPECT_EQ(folder_names(imported), std::vector<std::string>{"step-00000000"});
+  EXPECT_EQ(eval_loss(imported, tokens), eval_loss(dir, tokens)) << "the same weights, so the same loss";
+  // A run under another layout starts from the imported weights.
+  const HostRun run = ws.run({"run.steps=2", "parallel.pipeline=2", "checkpoint.dir=\"" + imported + "\""}, 2);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("resumed from " + imported + " at step 0"), std::string::npos) << run.output;
+  EXPECT_EQ(run.losses.size(), 2u);
+}
+
+TEST(ImportHf, AFolderOfAnotherModelIsRefusedNamingTheDimension) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf";
+  ASSERT_EQ(ws.run({"run.steps=1", "checkpoint.every=1", "checkpoint.dir=\"" + dir + "\""}, 1).exit_code, 0);
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
+  const CommandResult r = run_host_command("import hf " + hf + " " + ws.manifest() + " --set model.hidden=64" +
+                                     " --set checkpoint.dir=\"" + ws.dir() + "/other\"");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("n_embd is 32, model.hidden is 64"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/other/step-00000000"));
+}
+
+TEST(ExportHf, AStepTheFolderLacksIsRefused) {
+  TinyGptWorkspace ws;
+  const CommandResult r = run_host_command("export hf " + ws.dir() + "/none " + ws.dir() + "/hf");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("no such checkpoint folder"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace ptdp::test
