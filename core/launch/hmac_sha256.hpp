@@ -1,7 +1,7 @@
 #pragma once
-// SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), for the rendezvous store's challenge: a rank
-// proves it holds the job's secret without sending it. Written out here so that the core needs
-// no cryptography library; checked against the FIPS and RFC 4231 test vectors.
+// SHA-256 and HMAC-SHA256 for the rendezvous store's challenge: a rank proves it holds the job's
+// secret without sending it. OpenSSL computes them (cryptography is not written by hand here);
+// the tests hold the wrappers to the FIPS 180-4 and RFC 4231 test vectors.
 #include <array>
 #include <cstdint>
 #include <string_view>
