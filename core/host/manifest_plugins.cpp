@@ -1,12 +1,15 @@
 #include "manifest_plugins.hpp"
 
 #include <fmt/format.h>
+#include <ptdp/communicator.hpp>
+#include <ptdp/layer_kernels.hpp>
 
 #include "manifest/manifest_loader.hpp"
 #include "plugin/config_schema.hpp"
 #include "plugin/plugin_error.hpp"
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
+#include "runtime/device_placement.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
 namespace ptdp::host {
@@ -23,7 +26,7 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
                {"checkpoint", config.plugins.checkpoint, PluginKind::CheckpointStore}};
   std::vector<std::string> lines;
   std::string loaded;
-  const PluginInfo* scheduler = nullptr;
+  const PluginInfo *scheduler = nullptr, *comm = nullptr, *kernels = nullptr;
   std::string slot_key;
   try {
     for (const auto& s : slots) {
@@ -33,7 +36,24 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
       validated_plugin_config(*info.descriptor, config.plugins.options.at(s.slot));
       loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", info.descriptor->name, info.descriptor->version);
       if (s.kind == PluginKind::Scheduler) scheduler = &info;
+      if (s.kind == PluginKind::Communicator) comm = &info;
+      if (s.kind == PluginKind::LayerKernels) kernels = &info;
     }
+    // What the two plugins declare decides whether they can work together on these ranks; their
+    // constructors touch no device, so this costs no GPU context in the launching process.
+    slot_key = "plugins.comm";
+    auto communicator = create_plugin<Communicator>(*comm, config.plugins.options.at("comm"), 0, 1);
+    auto backend = create_plugin<LayerKernels>(*kernels, config.plugins.options.at("kernels"), 0, 1);
+    check_memory_pairing(backend->device().kind, communicator->memory_kinds(), config.plugins.kernels,
+                         config.plugins.comm);
+    slot_key = "launch.ranks_per_gpu";
+    PlacementRequest sharing;
+    sharing.kind = backend->device().kind;
+    sharing.local_world_size = config.launch.nproc_per_node;
+    sharing.ranks_per_gpu = config.launch.ranks_per_gpu;
+    sharing.comm = config.plugins.comm;
+    sharing.comm_capabilities = communicator->capabilities();
+    check_device_sharing(sharing);
     slot_key = "plugins.scheduler";
     const ScheduleShape shape{config.parallel.pipeline, config.parallel.virtual_stages,
                               config.parallel.microbatches()};

@@ -1,8 +1,9 @@
 #pragma once
 // What `validate` and `run` check of a manifest beyond its keys, in one process before any rank
 // starts: that each plugin it names loads and is of its slot's kind, that each plugin's options
-// pass the schema the plugin declares, and that the scheduler serves the manifest's shape (its
-// schedule lowered and verified). So a manifest that `validate` accepts is not refused by
+// pass the schema the plugin declares, that the communicator moves the kernels' memory and can
+// share a GPU when launch.ranks_per_gpu asks it to, and that the scheduler serves the manifest's
+// shape (its schedule lowered and verified). So a manifest that `validate` accepts is not refused by
 // every rank of `run`, and a bad one is reported once.
 #include <string>
 #include <vector>

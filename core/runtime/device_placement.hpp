@@ -26,7 +26,15 @@ struct PlacementRequest {
 
 // Throws ptdp::Error with one line saying what to change when the node cannot hold its ranks:
 // no device, more local ranks than devices × ranks_per_gpu, or ranks sharing a device over a
-// communicator that cannot share one.
+// communicator that cannot share one (check_device_sharing).
 Device place_rank(const PlacementRequest& request);
+
+// The rules that need no device, from what the plugins declare, so that `validate` and `run`
+// refuse before any rank starts: the communicator moves the memory the kernels compute in
+// (comm_memory_kinds is Communicator::memory_kinds()), and ranks that share a GPU go over a
+// communicator that can share one. Throw ptdp::Error with one line.
+void check_memory_pairing(MemoryKind kernels_memory, uint32_t comm_memory_kinds, const std::string& kernels,
+                          const std::string& comm);
+void check_device_sharing(const PlacementRequest& request);
 
 }  // namespace ptdp

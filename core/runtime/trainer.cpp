@@ -200,13 +200,7 @@ void RankTrainer::load_plugins() {
   if (cfg_.precision.params != computes_in)
     throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
                             cfg_.precision.params, cfg_.plugins.kernels, computes_in, computes_in));
-  const MemoryKind kind = kernels_->device().kind;
-  if (!(world_->memory_kinds() & memory_bit(kind)))
-    throw Error(fmt::format(
-        "plugins.comm '{}' cannot move {} memory, which plugins.kernels '{}' computes in; "
-        "choose a communicator that moves {} memory",
-        cfg_.plugins.comm, kind == MemoryKind::Cuda ? "CUDA" : "host", cfg_.plugins.kernels,
-        kind == MemoryKind::Cuda ? "CUDA" : "host"));
+  check_memory_pairing(kernels_->device().kind, world_->memory_kinds(), cfg_.plugins.kernels, cfg_.plugins.comm);
 }
 
 Device RankTrainer::place_this_rank() const {

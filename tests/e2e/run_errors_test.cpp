@@ -103,6 +103,20 @@ TEST(RunErrors, CommunicatorThatCannotMoveTheKernelsMemory) {
       << r.output;
 }
 
+TEST(RunErrors, RanksSharingAGpuOverACommunicatorThatCannotShareOne) {
+  if (!plugin_built("comm-nccl") || !plugin_built("kernels-fused")) GTEST_SKIP() << "the CUDA plugins are not built";
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"plugins.kernels=\"kernels-fused\"", "plugins.comm=\"comm-nccl\"",
+                            "precision.params=\"bf16\"", "parallel.tensor=2", "launch.ranks_per_gpu=2"},
+                           2);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("launch.ranks_per_gpu = 2 puts several ranks on one GPU, but plugins.comm 'comm-nccl' "
+                          "cannot share a GPU between ranks"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("starting"), std::string::npos) << "ranks were started: " << r.output;
+}
+
 TEST(RunErrors, GpuKernelsOnAMachineWithoutAGpu) {
   if (!plugin_built("kernels-fused")) GTEST_SKIP() << "kernels-fused is not built (no CUDA)";
   if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has a GPU";
