@@ -200,7 +200,8 @@ void RankTrainer::load_plugins() {
   if (cfg_.precision.params != computes_in)
     throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
                             cfg_.precision.params, cfg_.plugins.kernels, computes_in, computes_in));
-  check_memory_pairing(kernels_->device().kind, world_->memory_kinds(), cfg_.plugins.kernels, cfg_.plugins.comm);
+  // Whether the communicator moves the kernels' memory was checked before this rank started
+  // (check_manifest_plugins, which every caller of train_rank runs first).
 }
 
 Device RankTrainer::place_this_rank() const {

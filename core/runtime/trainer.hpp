@@ -20,6 +20,7 @@ enum class TrainOutcome {
   StoppedBySignal,  // a stop signal (runtime/stop_signal.hpp): the step finished, a checkpoint saved
 };
 
+// The caller has run check_manifest_plugins (core/host/manifest_plugins.hpp) on `config`.
 // Returns when training finished or stopped on a signal; throws ptdp::Error on any failure
 // (after aborting the communicators so other ranks fail promptly too).
 // A single process without a launcher is RankEnvironment{} with master_addr "127.0.0.1".
