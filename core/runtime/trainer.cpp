@@ -107,6 +107,7 @@ class RankTrainer {
  private:
   void load_plugins();
   Device place_this_rank() const;
+  PluginPlace place() const { return {id_.rank, id_.world_size, id_.local_rank, id_.local_world_size}; }
   void bind_streams();
   void build_model();
   void initialize_parameters();
@@ -141,7 +142,7 @@ int64_t RankTrainer::open_checkpoints() {
   const auto& info = registry_.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
   const CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
   auto open_manager = [&](const std::string& dir, bool writing) {
-    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
+    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), place());
     if (writing) store->open(dir);
     else store->open_existing(dir);
     return std::make_unique<CheckpointManager>(store, *kernels_, role);
@@ -193,9 +194,9 @@ void RankTrainer::load_plugins() {
   const auto& comm_info = registry_.load(cfg_.plugins.comm, PluginKind::Communicator, "comm");
   const auto& kernels_info = registry_.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
   const auto& sched_info = registry_.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("comm"), id_.rank, id_.world_size);
-  kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), id_.rank, id_.world_size);
-  scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), id_.rank, id_.world_size);
+  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("comm"), place());
+  kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), place());
+  scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), place());
   const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
   if (cfg_.precision.params != computes_in)
     throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
