@@ -8,6 +8,7 @@ namespace ptdp::fused {
 
 Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     : model_(binding.model),
+      options_(options),
       tp_rank_(binding.tp_rank),
       tp_size_(binding.tp_size),
       tp_(binding.tp),
