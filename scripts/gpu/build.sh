@@ -12,7 +12,7 @@ build=${BUILD_DIR:-build-gpu}
 [ "$build" = build-gpu ] && cmake --preset gpu >/dev/null
 cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test test-conformance-comm test-conformance-kernels \
   ptdp-plugin-kernels-fused ptdp-plugin-comm-nccl ptdp-plugin-kernels-ref ptdp-plugin-comm-ucx \
-  ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs
+  ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs ptdp-profiler-cupti
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -29,6 +29,8 @@ cp -L "$ucx"/ucx/libuct_cuda.so* "$ucx"/ucx/libucm_cuda.so* "$ucx"/ucx/libuct_cm
 ldd "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' |
   grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt|cuda|nccl|cudnn|cublas|libuc[pstm]' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
+# CUPTI for run --profile: part of the CUDA toolkit, which the GPU machine need not have whole.
+ldd "$build"/lib/ptdp/profiler/libptdp-profiler-cupti.so | awk '/libcupti/{print $3}' | while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 cp bench/torch_gpt.py "$stage/bench/"
 mkdir -p .gpu-bundle
 tar czf .gpu-bundle/bundle.tar.gz -C "$stage" .

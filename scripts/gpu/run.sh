@@ -15,6 +15,8 @@
 #            the PyTorch baseline on the same model and batch
 #   largest  the largest model that trains, with and without full recomputation
 #   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
+#   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
+#            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz)
 # Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
 # ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
@@ -268,6 +270,16 @@ fusions)
   else
     tail -5 "$OUT/ab-fusions.log"
   fi
+  ;;
+profile)
+  # The table from a run without --trace: the trace's waits around every op would add idle time.
+  RUN_LIMIT_S=300 timed_run profile examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 --profile --trace-steps 3
+  row "profile: 1.3B b=4, steps 2-4" "exit $?, table below"
+  sed -n '/profile of rank/,/summed over streams/p' "$OUT/profile.log" | tee -a "$table"
+  RUN_LIMIT_S=300 timed_run profile-trace examples/gpt-1gpu.toml --set run.steps=3 --profile --trace "$OUT/profile-trace.json" \
+    --trace-steps 1
+  row "profile: trace with GPU stream tracks" "exit $?"
+  [ -f "$OUT/profile-trace.json" ] && gzip -c "$OUT/profile-trace.json" > "$RESULTS/profile-trace.json.gz"
   ;;
 *) echo "unknown part: $part"; exit 2 ;;
 esac
