@@ -30,6 +30,7 @@ struct BackendOptions {
   size_t gemm_workspace_bytes = size_t(32) << 20;
   bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
   bool bias_grad_epilogue = true; // the QKV bias gradient from the weight-gradient GEMM's epilogue
+  bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
 };
 
 class Backend {

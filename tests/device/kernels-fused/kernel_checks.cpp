@@ -112,22 +112,25 @@ void check_bias_dropout_add(Checks& checks, TestDevice& dev, int s, int b, int h
                 std::to_string(dropped) + " of " + std::to_string(n) + " dropped");
 }
 
-void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols) {
-  const std::string shape = std::string(" ") + shape_name({rows, cols});
+// Backward both ways: one cooperative launch (fused_layer_norm_backward) and separate launches;
+// the residual gradient is added in place, as the blocks call it.
+void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols, bool fused) {
+  const std::string shape = std::string(" ") + shape_name({rows, cols}) + (fused ? " one launch" : " split");
+  KernelContext ctx = dev.ctx;
+  ctx.fused_layer_norm_backward = fused;
   const size_t n = size_t(rows * cols);
   const float eps = 1e-5f;
   auto x = random_bf16_values(n, -2.0f, 3.0f), dy = random_bf16_values(n), res = random_bf16_values(n);
   auto gamma = random_values(size_t(cols), 0.5f, 1.5f), beta = random_values(size_t(cols), -0.5f, 0.5f);
   auto dgamma0 = random_values(size_t(cols)), dbeta0 = random_values(size_t(cols));
-  DeviceArray<uint16_t> d_x(to_bf16(x)), d_y(n), d_dy(to_bf16(dy)), d_res(to_bf16(res)), d_dx(n);
+  DeviceArray<uint16_t> d_x(to_bf16(x)), d_y(n), d_dy(to_bf16(dy)), d_res(to_bf16(res));
   DeviceArray<float> d_gamma(gamma), d_beta(beta), d_mean(static_cast<size_t>(rows)), d_rstd(static_cast<size_t>(rows)), d_dgamma(dgamma0),
       d_dbeta(dbeta0);
   d_y.poison();
-  d_dx.poison();
   layer_norm_forward(bf(d_x), d_gamma.get(), d_beta.get(), bf(d_y), d_mean.get(), d_rstd.get(), rows, cols, eps,
-                     dev.ctx);
-  layer_norm_backward(bf(d_dy), bf(d_x), d_gamma.get(), d_mean.get(), d_rstd.get(), bf(d_res), bf(d_dx),
-                      d_dgamma.get(), d_dbeta.get(), rows, cols, dev.ctx);
+                     ctx);
+  layer_norm_backward(bf(d_dy), bf(d_x), d_gamma.get(), d_mean.get(), d_rstd.get(), bf(d_res), bf(d_res),
+                      d_dgamma.get(), d_dbeta.get(), rows, cols, ctx);
 
   std::vector<double> y(n), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows)), dx(n);
   std::vector<double> dg(dgamma0.begin(), dgamma0.end()), dbt(dbeta0.begin(), dbeta0.end());
@@ -159,7 +162,7 @@ void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t col
   checks.close("layer_norm forward" + shape, widen(d_y.download()), y, kBf16Output);
   checks.close("layer_norm forward mean" + shape, widen(d_mean.download()), mean, kFp32);
   checks.close("layer_norm forward rstd" + shape, widen(d_rstd.download()), rstd, kFp32);
-  checks.close("layer_norm backward dx" + shape, widen(d_dx.download()), dx, kBf16Output);
+  checks.close("layer_norm backward dx" + shape, widen(d_res.download()), dx, kBf16Output);
   checks.close("layer_norm backward dgamma" + shape, widen(d_dgamma.download()), dg, kFp32);
   checks.close("layer_norm backward dbeta" + shape, widen(d_dbeta.download()), dbt, kFp32);
 }
@@ -589,8 +592,12 @@ void run_kernel_checks(Checks& checks) {
     checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 13, 3, 100, p); });
   }
   checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 256, 8, 1024, 0.3f); });
-  for (auto [r, c] : {std::pair<int64_t, int64_t>{16, 64}, {37, 100}, {64, 2048}, {3, 4104}, {5, 7}})
-    checks.run("layer_norm", [&] { check_layer_norm(checks, dev, r, c); });
+  // Widths for every path of the one-launch backward (8- and 1-wide vectors, one and two per
+  // thread), and more rows than resident blocks.
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{16, 64}, {37, 100}, {64, 2048}, {3, 4104}, {5, 7}, {40, 12288},
+                      {9, 1500}, {2000, 1024}})
+    for (bool fused : {true, false})
+      checks.run("layer_norm", [&, fused] { check_layer_norm(checks, dev, r, c, fused); });
   for (auto [m, s] : {std::pair<int64_t, int>{6, 64}, {4, 37}, {2, 1000}, {3, 256}, {1, 4104}})
     checks.run("causal softmax", [&] { check_causal_softmax(checks, dev, m, s); });
   checks.run("masked softmax", [&] { check_masked_softmax(checks, dev, 2, 3, 16, 40); });
