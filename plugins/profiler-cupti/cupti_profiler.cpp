@@ -65,6 +65,9 @@ struct Records {
   std::vector<DeviceActivity> activities;
   uint32_t device = 0;
   bool taken = false;  // a profiler exists in this process
+  // Added to CUPTI's timestamps to put them on the steady clock: 0 when CUPTI takes its
+  // timestamps from steady_ns, else the two clocks' difference measured at the start.
+  int64_t offset_ns = 0;
 };
 Records& records() {
   static Records r;
@@ -79,7 +82,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 DeviceActivity timed(DeviceActivity a, uint64_t start, uint64_t end) {
-  a.start_us = static_cast<double>(start) / 1e3;
+  a.start_us = static_cast<double>(static_cast<int64_t>(start) + records().offset_ns) / 1e3;
   a.duration_us = end > start ? static_cast<double>(end - start) / 1e3 : 0.0;
   return a;
 }
@@ -145,8 +148,13 @@ class CuptiProfiler final : public DeviceProfiler {
     peaks_.source = sheet.bf16_tflops > 0 ? "datasheet, dense bf16" : "";
     peaks_.max_sm_clock_mhz = nvml_->max_sm_clock_mhz();
     peaks_.power_limit_w = nvml_->power_limit_w();
-    // Timestamps from the host's steady clock, registered before any activity is enabled.
-    check(cuptiActivityRegisterTimestampCallback(steady_ns), "cuptiActivityRegisterTimestampCallback");
+    // Timestamps from the host's steady clock, registered before any activity is enabled; where
+    // CUPTI refuses the callback, its own clock, moved by the difference between the two.
+    if (cuptiActivityRegisterTimestampCallback(steady_ns) != CUPTI_SUCCESS) {
+      uint64_t cupti_ns = 0;
+      check(cuptiGetTimestamp(&cupti_ns), "cuptiGetTimestamp");
+      records().offset_ns = static_cast<int64_t>(steady_ns()) - static_cast<int64_t>(cupti_ns);
+    }
     check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
   }
 
