@@ -278,6 +278,57 @@ TEST_P(KernelsConformance, BlockMatchesTheReference) {
   expect_close(got.grads, want.grads, tol.block_grad, "block gradient");
 }
 
+// The embedding and the head on their own, so that a difference is pinned to a layer: the
+// embedding's output and gradients for given tokens and output gradient, the head's loss, input
+// gradient and gradients for a given input.
+struct EdgeRun {
+  std::vector<float> embedded, loss, din;
+  TensorMap grads;
+};
+
+EdgeRun run_edges(const KernelsUnderTest& under_test, const ModelSpec& m, const std::vector<float>& head_in,
+                  const std::vector<float>& dout) {
+  auto k = under_test.create();
+  k->bind(binding(m, nullptr, 0, 1));
+  auto embedding = k->make_embedding();
+  auto head = k->make_head(embedding.get());
+  std::vector<ParamRef> params = embedding->parameters();
+  for (const ParamRef& p : head->parameters()) params.push_back(p);
+  load(*k, params, test::make_initial_weights(params, 9));
+  TokenBatch batch = test::make_token_batch(m, 31, 0);
+  auto ids = [&](std::vector<int32_t>& v) {
+    return Tensor{v.data(), DType::I32, {m.seq_len, m.micro_batch}, Device{MemoryKind::Host, 0}};
+  };
+  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
+  OwnedTensor a = k->allocate(shape, k->activation_dtype()), loss = k->allocate({1}, DType::F32);
+  const MicroBatch mb = microbatch(m, 0);
+  EdgeRun run;
+  embedding->forward(mb, ids(batch.tokens), a.view, true);
+  run.embedded = read_values(*k, a.view);
+  write_values(*k, a.view, head_in);
+  head->forward(mb, a.view, ids(batch.targets), loss.view, true);
+  run.loss = read_values(*k, loss.view);
+  head->backward(mb, 0.5f, a.view);
+  run.din = read_values(*k, a.view);
+  write_values(*k, a.view, dout);
+  embedding->backward(mb, a.view);
+  run.grads = whole_grads(*k, params);
+  return run;
+}
+
+TEST_P(KernelsConformance, EmbeddingAndHeadMatchTheReference) {
+  const ModelSpec m = small_model();
+  const std::vector<float> head_in = random_activation(m, 11), dout = random_activation(m, 12);
+  const EdgeRun want = run_edges(reference_kernels(), m, head_in, dout);
+  const EdgeRun got = run_edges(under_test(), m, head_in, dout);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("embedding output", got.embedded, want.embedded, tol.block_output));
+  EXPECT_TRUE(close("head loss", got.loss, want.loss, tol.loss));
+  EXPECT_TRUE(close("head input gradient", got.din, want.din, tol.block_output));
+  // embedding.word gathers both: the head's logits gradient and the embedding's lookups.
+  expect_close(got.grads, want.grads, tol.block_grad, "embedding and head gradient");
+}
+
 TEST_P(KernelsConformance, ModelMatchesTheReference) {
   const ModelSpec m = small_model();
   const ModelRun want = run_model(reference_kernels(), m, 1, 1);
