@@ -94,7 +94,8 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--metrics", args->train.metrics_path, "Write one JSON object per step to this .jsonl file");
   cmd->add_option("--trace", args->train.trace_path, "Write a Chrome/Perfetto trace of every rank's timeline");
-  cmd->add_option("--trace-steps", args->train.trace_steps, "Steps recorded in the trace, after one warm-up step")
+  cmd->add_option("--trace-steps", args->train.trace_steps,
+                  "Steps recorded in the trace and the profile, after one warm-up step")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--profile", args->train.profile,
                 "Record every GPU kernel and copy of the traced steps (CUPTI), print a table per rank, and add "
