@@ -48,8 +48,9 @@ toml::table parse_options(const std::string& entry, const std::string& text) {
 }  // namespace
 
 std::shared_ptr<LayerKernels> KernelsUnderTest::create() const {
-  // The registry keeps what it loaded; one per process serves every instance.
-  static PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
+  // The registry keeps what it loaded; one per process serves every instance. The build's plugin
+  // folder, then lib/ptdp beside this program's bin/ (where scripts/gpu's bundle puts them).
+  static PluginRegistry registry(PluginRegistry::default_search_path({PTDP_TEST_PLUGIN_DIR}));
   const PluginInfo& info = registry.load(plugin, PluginKind::LayerKernels, "kernels");
   return create_plugin<LayerKernels>(info, options, 0, 1);
 }
