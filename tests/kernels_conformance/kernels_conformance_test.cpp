@@ -330,6 +330,46 @@ TEST_P(KernelsConformance, EmbeddingAndHeadMatchTheReference) {
   expect_close(got.grads, want.grads, tol.model_grad, "embedding and head gradient");
 }
 
+// HeadLayer::logits on given input over `tp` ranks: [tokens, vocab], each rank's vocabulary
+// shard put in its place, the padded columns left out (their values are meaningless).
+std::vector<float> run_logits(const KernelsUnderTest& under_test, const ModelSpec& m, int tp,
+                              const std::vector<float>& head_in) {
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, shard = m.padded_vocab / tp;
+  std::vector<float> logits(size_t(tokens * m.vocab));
+  test::ThreadGroup group(tp, "tp");
+  test::run_ranks(group, [&](int rank) {
+    StagingCommunicator comm(group, rank);
+    auto k = under_test.create();
+    comm.set_kernels(k.get());
+    k->bind(binding(m, &comm, rank, tp));
+    auto embedding = k->make_embedding();
+    auto head = k->make_head(embedding.get());
+    std::vector<ParamRef> params = embedding->parameters();
+    for (const ParamRef& p : head->parameters()) params.push_back(p);
+    load(*k, params, test::make_initial_weights(params, 9));
+    OwnedTensor in = k->allocate({m.seq_len, m.micro_batch, m.hidden}, k->activation_dtype());
+    OwnedTensor out = k->allocate({m.seq_len, m.micro_batch, shard}, DType::F32);
+    write_values(*k, in.view, head_in);
+    MicroBatch mb = microbatch(m, 0);
+    mb.training = false;
+    head->logits(mb, in.view, out.view);
+    const std::vector<float> mine = read_values(*k, out.view);
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t c = 0; c < shard; ++c)
+        if (rank * shard + c < m.vocab) logits[size_t(t * m.vocab + rank * shard + c)] = mine[size_t(t * shard + c)];
+  });
+  return logits;
+}
+
+TEST_P(KernelsConformance, LogitsMatchTheReferenceOnEveryVocabularyShard) {
+  const ModelSpec m = small_model();
+  const std::vector<float> head_in = random_activation(m, 13);
+  const std::vector<float> want = run_logits(reference_kernels(), m, 1, head_in);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("logits on one rank", run_logits(under_test(), m, 1, head_in), want, tol.model_activation));
+  EXPECT_TRUE(close("logits over two ranks", run_logits(under_test(), m, 2, head_in), want, tol.model_activation));
+}
+
 TEST_P(KernelsConformance, ModelMatchesTheReference) {
   const ModelSpec m = small_model();
   const ModelRun want = run_model(reference_kernels(), m, 1, 1);
