@@ -29,6 +29,9 @@
 #include "runtime/pipeline_executor.hpp"
 #include "runtime/stop_signal.hpp"
 #include "runtime/topology.hpp"
+#include "profile/device_profiler_library.hpp"
+#include "profile/device_tracks.hpp"
+#include "profile/profile_report.hpp"
 #include "schedule/chrome_trace.hpp"
 #include "schedule/instruction_stream.hpp"
 #include "schedule/pipeline_schedule.hpp"
@@ -113,7 +116,9 @@ class RankTrainer {
   void initialize_parameters();
   double step_loss(const Tensor& losses, int microbatches);
   double validation_loss(int64_t step);
-  void write_trace(const TimelineRecorder& timeline);
+  void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
+  // Each rank's table of what its device did in the profiled steps, printed by rank 0.
+  void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
   int64_t open_checkpoints();  // returns the step to start from
   void save_checkpoint(int64_t completed_steps);
   bool stop_requested();  // collective over the world
@@ -129,6 +134,7 @@ class RankTrainer {
   std::shared_ptr<LayerKernels> kernels_;
   std::shared_ptr<Scheduler> scheduler_;
   Device device_;  // where this rank computes, handed to the communicator and the kernels
+  std::unique_ptr<DeviceProfiler> profiler_;  // --profile only
   ParallelGroups groups_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ParamRef> params_;
@@ -276,11 +282,14 @@ double RankTrainer::step_loss(const Tensor& losses, int microbatches) {
   return loss;
 }
 
-void RankTrainer::write_trace(const TimelineRecorder& timeline) {
+void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work) {
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& s : timeline.spans())
     spans.push_back({{"name", s.name}, {"cat", s.category}, {"ts", s.start_us}, {"dur", s.duration_us}});
-  const std::string text = spans.dump();
+  // The device's records keep their own clock; each rank's are shifted by its own origin.
+  const nlohmann::json mine = {{"spans", spans}, {"origin_us", timeline.origin_us()},
+                               {"device", nlohmann::json::parse(device_activities_to_json(device_work))}};
+  const std::string text = mine.dump();
   store_->set(fmt::format("trace/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
   if (id_.rank != 0) return;
   ChromeTrace trace;
@@ -289,12 +298,34 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline) {
                                                                    static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
     const auto pos = topology_.position_of(r);
     trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
-    for (const auto& s : nlohmann::json::parse(bytes.begin(), bytes.end()))
+    const auto rank = nlohmann::json::parse(bytes.begin(), bytes.end());
+    for (const auto& s : rank.at("spans"))
       trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, 0, s["ts"].get<double>(),
                      s["dur"].get<double>());
+    const auto device = device_activities_from_json(rank.at("device").dump());
+    if (!device.empty()) {
+      trace.set_thread_name(r, 0, "ops");
+      add_device_tracks(trace, r, device, rank.at("origin_us").get<double>());
+    }
   }
   trace.write(options_.trace_path);
   spdlog::info("trace of {} ranks written to {}", id_.world_size, options_.trace_path);
+}
+
+void RankTrainer::report_profile(const std::vector<DeviceActivity>& device_work,
+                                 const std::vector<ProfileWindow>& windows) {
+  const ProfileReport report = build_profile_report(device_work, profiler_->take_samples(), windows,
+                                                    model_work(cfg_, id_.world_size), profiler_->peaks());
+  const auto pos = topology_.position_of(id_.rank);
+  const std::string text =
+      format_profile_report(report, fmt::format("rank {} (pp {}, dp {}, tp {})", id_.rank, pos.pp, pos.dp, pos.tp));
+  store_->set(fmt::format("profile/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+  if (id_.rank != 0) return;
+  for (int r = 0; r < id_.world_size; ++r) {
+    const auto bytes = store_->get(fmt::format("profile/{}", r), std::chrono::milliseconds(
+                                                                     static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
+    spdlog::info("{}", std::string(bytes.begin(), bytes.end()));
+  }
 }
 
 TrainOutcome RankTrainer::run() {
@@ -302,6 +333,10 @@ TrainOutcome RankTrainer::run() {
   store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
   load_plugins();
   device_ = place_this_rank();
+  // Before the device is first used, so that the profiler sees every kernel of the process.
+  if (options_.profile)
+    profiler_ = open_device_profiler(PluginRegistry::default_search_path(cfg_.plugins.search_path), device_,
+                                     cfg_.plugins.kernels);
   CommInit init;
   init.rank = id_.rank;
   init.size = id_.world_size;
@@ -380,9 +415,19 @@ TrainOutcome RankTrainer::run() {
   std::optional<int64_t> unverified_save;  // a step due to be saved, once the next one shows it sound
   // With eval_batches the run only evaluates the model it loaded.
   const int64_t end_step = options_.eval_batches > 0 ? first_step : cfg_.run.steps;
+  std::vector<ProfileWindow> profiled_steps;
+  auto steady_us = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+  };
   for (int64_t step = first_step; step < end_step; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
-    timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
+    const bool traced = step >= trace_begin && step < trace_end;
+    timeline.set_enabled(tracing && traced);
+    const bool profiled = profiler_ && traced;
+    if (profiled) {
+      profiler_->start();
+      profiled_steps.push_back({steady_us(step_start), 0});
+    }
     for (const Tensor& g : grads) kernels_->fill_zero(g);
     executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
     timeline.span("data-parallel + embedding all-reduce", "collective", [&] {
@@ -412,6 +457,10 @@ TrainOutcome RankTrainer::run() {
     timeline.span("optimizer step", "optimizer", [&] { kernels_->adam_step(params_, adam); });
     const double loss = step_loss(losses.view, m);
     kernels_->synchronize();
+    if (profiled) {
+      profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
+      profiler_->stop();
+    }
     if (!std::isfinite(loss))
       throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, loss));
     const auto now = std::chrono::steady_clock::now();
@@ -434,7 +483,11 @@ TrainOutcome RankTrainer::run() {
       if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
         spdlog::info("{}", progress_line(sm, cfg_.run.steps, elapsed));
     }
-    if (tracing && step == trace_end - 1) write_trace(timeline);
+    if (step == trace_end - 1 && (tracing || profiler_)) {
+      const std::vector<DeviceActivity> device_work = profiler_ ? profiler_->take_activities() : std::vector<DeviceActivity>{};
+      if (profiler_) report_profile(device_work, profiled_steps);
+      if (tracing) write_trace(timeline, device_work);
+    }
     const bool last = step + 1 == cfg_.run.steps;
     const bool due = checkpoints_ && cfg_.checkpoint.every > 0 && ((step + 1) % cfg_.checkpoint.every == 0 || last);
     // A step is saved once the next one has shown its weights give finite gradients, so a

@@ -8,6 +8,7 @@ namespace ptdp::fused {
 
 Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     : model_(binding.model),
+      options_(options),
       tp_rank_(binding.tp_rank),
       tp_size_(binding.tp_size),
       tp_(binding.tp),
@@ -21,6 +22,7 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     int sm_count = 0;
     PTDP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
     kernels_ = KernelContext{stream_, arena_.get(), sm_count};
+    kernels_.fused_layer_norm_backward = options.fused_layer_norm_backward;
     gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes);
 
     AttentionShape shape;

@@ -24,9 +24,13 @@ namespace ptdp::fused {
 
 enum class AttentionPath { Flash, Unfused };
 
+// The plugin's options (README.md's table); each fusion can be turned off to measure what it gives.
 struct BackendOptions {
   AttentionPath attention = AttentionPath::Flash;
   size_t gemm_workspace_bytes = size_t(32) << 20;
+  bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
+  bool bias_grad_epilogue = true; // the QKV bias gradient from the weight-gradient GEMM's epilogue
+  bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
 };
 
 class Backend {
@@ -37,6 +41,7 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
 
   const ModelSpec& model() const { return model_; }
+  const BackendOptions& options() const { return options_; }
   int tp_rank() const { return tp_rank_; }
   int tp_size() const { return tp_size_; }
   int device() const { return device_; }
@@ -68,6 +73,7 @@ class Backend {
 
  private:
   ModelSpec model_;
+  BackendOptions options_;
   int tp_rank_ = 0;
   int tp_size_ = 1;
   Communicator* tp_ = nullptr;

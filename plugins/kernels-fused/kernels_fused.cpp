@@ -30,6 +30,14 @@ const ConfigKeySpec kSchema[] = {
      "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
      "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
     {"gemm_workspace_mb", ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
+    {"gelu_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
+     "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU + FC1's bias gradient in the "
+     "FC2 input-gradient GEMM's (DGELU_BGRAD); false: the fused bias + GeLU kernels"},
+    {"bias_grad_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
+     "the QKV bias gradient summed in the QKV weight-gradient GEMM's epilogue (BGRADB); false: a column-sum kernel"},
+    {"fused_layer_norm_backward", ConfigType::Bool, "true", 0, 0, nullptr,
+     "LayerNorm's backward in one cooperative launch that reads its inputs once; false: column sums and the input "
+     "gradient in separate launches"},
 };
 
 std::string check_model(const KernelsBinding& b) {
@@ -75,6 +83,9 @@ class KernelsFused final : public LayerKernels {
       else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
       else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
       options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
+      options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
+      options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
+      options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
     } else {
       options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
     }
@@ -93,7 +104,10 @@ class KernelsFused final : public LayerKernels {
     device_index_ = binding.device_index;
     backend_ = std::make_shared<Backend>(binding, options_);
     context_.write_log(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
-                                           backend_->attention().name() + ", tensor-parallel rank " +
+                                           backend_->attention().name() + ", GeLU epilogue " +
+                                           (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
+                                           (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
+                                           (options_.fused_layer_norm_backward ? "on" : "off") + ", tensor-parallel rank " +
                                            std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
   }
 

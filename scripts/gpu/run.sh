@@ -2,8 +2,9 @@
 # Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made on the build
 # machine by scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
 #   smoke    three steps on one rank and on two ranks sharing the GPU; stacks of a run that hangs
-#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref) and
-#            comm-nccl's own checks
+#   tests    device tests of kernels-fused (each kernel against fp64, the optimizer against
+#            kernels-ref), the LayerKernels conformance suite for kernels-fused with its fusions on,
+#            off and with unfused attention, and comm-nccl's own checks
 #   conformance  the communicator conformance suite on CUDA memory: comm-ucx with 8 ranks sharing
 #            the GPU, comm-nccl with one rank per GPU (its two-rank tests are reported not run)
 #   losses   20 training steps of a small GPT on the GPU against the same run on the CPU
@@ -15,6 +16,9 @@
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
 #            micro-batch 4 against 8 at global batch 8 (the same model trained either way)
 #   largest  the largest model that trains, with and without full recomputation
+#   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
+#   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
+#            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz)
 # Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
 # ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
@@ -27,6 +31,11 @@ mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
+# The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every fusion
+# on, flash attention), every fusion off, and the unfused attention path.
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
+FUSIONS_OFF=(--set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
+             --set plugins.options.kernels.fused_layer_norm_backward=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
 : > "$table"
@@ -81,6 +90,12 @@ tests)
   rc=$?
   row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
   grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
+  # Every setting of the fusion options against kernels-ref (tests/kernels_conformance).
+  PTDP_CONFORMANCE_KERNELS="$KERNELS_CONFORMANCE" timeout 300 "$B/bin/test-conformance-kernels" \
+    > "$OUT/conformance-kernels.log" 2>&1
+  rc=$?
+  row "conformance suite, kernels-fused settings" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/conformance-kernels.log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log") fail (exit $rc)"
+  grep -E '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log" | head -20
   "$B/bin/comm-nccl-device-test" > "$OUT/comm-nccl-checks.log" 2>&1
   rc=$?
   row "comm-nccl device checks" "$(count PASS comm-nccl-checks.log) pass, $(count FAIL comm-nccl-checks.log) fail, $(count SKIP comm-nccl-checks.log) need 2 GPUs (exit $rc)"
@@ -263,6 +278,29 @@ largest)
       row "l=$l h=$h recompute=$recompute trains" "$(steady "$OUT/$name.jsonl" tflops_per_gpu 2) TFLOP/s per GPU, peak $(cat "$OUT/$name.peak") GiB"
     done
   done
+  ;;
+fusions)
+  # kernels-fused's fusion options all on (the defaults) against all off, in one ptdp-host ab:
+  # arms interleaved, so the GPU's clock drift falls on both alike. AB_ROUNDS sets jobs per arm.
+  "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-4}" --steps 10 --warmup 3 --out "$OUT/ab-fusions" \
+    --arm fused --arm unfused "${FUSIONS_OFF[@]}" > "$OUT/ab-fusions.log" 2>&1
+  row "ab: fusions on vs off, 1.3B b=4" "exit $?"
+  if [ -f "$OUT/ab-fusions/report.md" ]; then
+    cp "$OUT/ab-fusions/report.md" "$RESULTS/ab-fusions.md"; cp "$OUT/ab-fusions/report.svg" "$RESULTS/ab-fusions.svg"
+    tee -a "$table" < "$OUT/ab-fusions/report.md"
+  else
+    tail -5 "$OUT/ab-fusions.log"
+  fi
+  ;;
+profile)
+  # The table from a run without --trace: the trace's waits around every op would add idle time.
+  RUN_LIMIT_S=300 timed_run profile examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 --profile --trace-steps 3
+  row "profile: 1.3B b=4, steps 2-4" "exit $?, table below"
+  sed -n '/profile of rank/,/summed over streams/p' "$OUT/profile.log" | tee -a "$table"
+  RUN_LIMIT_S=300 timed_run profile-trace examples/gpt-1gpu.toml --set run.steps=3 --profile --trace "$OUT/profile-trace.json" \
+    --trace-steps 1
+  row "profile: trace with GPU stream tracks" "exit $?"
+  [ -f "$OUT/profile-trace.json" ] && gzip -c "$OUT/profile-trace.json" > "$RESULTS/profile-trace.json.gz"
   ;;
 *) echo "unknown part: $part"; exit 2 ;;
 esac
