@@ -74,7 +74,7 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
 MemoryKind kernels_memory(const RunConfig& config) {
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
   const PluginInfo& info = registry.load(config.plugins.kernels, PluginKind::LayerKernels, "kernels");
-  return create_plugin<LayerKernels>(info, config.plugins.options.at("kernels"), 0, 1)->device().kind;
+  return create_plugin<LayerKernels>(info, config.plugins.options.at("kernels"))->device().kind;
 }
 
 }  // namespace ptdp::host

@@ -52,7 +52,7 @@ std::shared_ptr<LayerKernels> KernelsUnderTest::create() const {
   // folder, then lib/ptdp beside this program's bin/ (where scripts/gpu's bundle puts them).
   static PluginRegistry registry(PluginRegistry::default_search_path({PTDP_TEST_PLUGIN_DIR}));
   const PluginInfo& info = registry.load(plugin, PluginKind::LayerKernels, "kernels");
-  return create_plugin<LayerKernels>(info, options, 0, 1);
+  return create_plugin<LayerKernels>(info, options);
 }
 
 KernelsUnderTest reference_kernels() { return KernelsUnderTest{"kernels_ref", "kernels-ref", {}}; }
