@@ -85,12 +85,10 @@ const PlanCandidate* fastest_other_shape(const PlanResult& result) {
   return nullptr;
 }
 
-// The distributed optimizer is a dimension of the search because the model of it is simple
-// (docs/planning.md); the manifest has no key for it until ptdp implements it.
+// What a layout marked dist-opt sets, in the manifest's words.
 constexpr const char* kDistributedOptimizerNote =
-    "dist-opt (the distributed optimizer: master weights and Adam moments sharded over d, gradients reduce-scattered "
-    "and weights all-gathered) is modelled, but ptdp does not implement it yet: the manifest has no "
-    "parallel.distributed_optimizer key";
+    "dist-opt is parallel.distributed_optimizer = true: Adam moments sharded over d, gradients reduce-scattered and "
+    "the fp32 master weights all-gathered after each step";
 
 }  // namespace
 
@@ -172,7 +170,6 @@ nlohmann::json plan_json(const PlanContext& context, const PlanResult& result) {
           {"given", candidate_json(result.given)},
           {"best", best ? candidate_json(*best) : nlohmann::json()},
           {"why", why_best_wins(result)},
-          {"distributed_optimizer_implemented", false},
           {"notes", {kDistributedOptimizerNote}},
           {"candidates", std::move(candidates)}};
 }
