@@ -103,61 +103,56 @@ void OptimizerState::step(const AdamStep& adam) {
   kernels_.params_updated();
 }
 
-std::vector<OwnedTensor> OptimizerState::scratch_moments(std::vector<ParamRef>& params) const {
-  std::vector<OwnedTensor> scratch;
-  size_t next = 0;
-  for (const ChunkBuffers& chunk : chunks_) {
-    const BufferLayout& layout = chunk.layout();
-    scratch.push_back(kernels_.allocate({layout.size}, DType::F32));
-    scratch.push_back(kernels_.allocate({layout.size}, DType::F32));
-    const Tensor& m = scratch[scratch.size() - 2].view;
-    const Tensor& v = scratch.back().view;
-    for (size_t k = 0; k < chunk.params().size(); ++k, ++next) {
-      params[next].exp_avg = buffer_view(m, layout.offsets[k], params[next].master.shape);
-      params[next].exp_avg_sq = buffer_view(v, layout.offsets[k], params[next].master.shape);
-    }
+std::vector<ParamRef> OptimizerState::bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket,
+                                                    std::vector<OwnedTensor>& scratch) const {
+  scratch = {kernels_.allocate({bucket.size}, DType::F32), kernels_.allocate({bucket.size}, DType::F32)};
+  std::vector<ParamRef> params;
+  for (size_t k : bucket.params) {
+    ParamRef p = chunk.params()[k];
+    const int64_t at = chunk.layout().offsets[k] - bucket.offset;
+    p.exp_avg = buffer_view(scratch[0].view, at, p.master.shape);
+    p.exp_avg_sq = buffer_view(scratch[1].view, at, p.master.shape);
+    params.push_back(std::move(p));
   }
-  return scratch;
+  return params;
 }
 
-void OptimizerState::with_whole_moments(const std::function<void(const std::vector<ParamRef>&)>& fn) {
-  std::vector<ParamRef> params = whole_params();
-  if (!distributed_) return fn(params);
-  const std::vector<OwnedTensor> scratch = scratch_moments(params);
+void OptimizerState::for_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn) {
+  if (!distributed_) return fn(whole_params());
   Communicator& data = *groups_.data;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const auto& buckets = chunks_[c].layout().buckets;
     for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<OwnedTensor> scratch;
+      const std::vector<ParamRef> params = bucket_params(chunks_[c], buckets[b], scratch);
       const BucketShard s = bucket_shard(buckets[b], data.rank(), data.size());
       const int64_t at = shards_[c].bucket_start[b];
       for (int moment = 0; moment < 2; ++moment) {
-        const Tensor& from = moment == 0 ? shards_[c].exp_avg.view : shards_[c].exp_avg_sq.view;
-        const Tensor whole = scratch[2 * c + moment].view.flat_slice(buckets[b].offset, buckets[b].size);
-        if (data.size() > 1) data.all_gather(from.flat_slice(at, s.count), whole);
-        else kernels_.copy(whole, from.flat_slice(at, s.count));
+        const Tensor& shard = moment == 0 ? shards_[c].exp_avg.view : shards_[c].exp_avg_sq.view;
+        if (data.size() > 1) data.all_gather(shard.flat_slice(at, s.count), scratch[moment].view);
+        else kernels_.copy(scratch[moment].view, shard.flat_slice(at, s.count));
       }
+      fn(params);
     }
   }
-  fn(params);
 }
 
-void OptimizerState::load_whole_moments(const std::function<void(const std::vector<ParamRef>&)>& fn) {
-  std::vector<ParamRef> params = whole_params();
-  if (!distributed_) return fn(params);
-  const std::vector<OwnedTensor> scratch = scratch_moments(params);
-  fn(params);
+void OptimizerState::load_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn) {
+  if (!distributed_) return fn(whole_params());
   const int d = groups_.data->size(), r = groups_.data->rank();
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const auto& buckets = chunks_[c].layout().buckets;
     for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<OwnedTensor> scratch;
+      fn(bucket_params(chunks_[c], buckets[b], scratch));
       const BucketShard s = bucket_shard(buckets[b], r, d);
       const int64_t at = shards_[c].bucket_start[b];
-      kernels_.copy(shards_[c].exp_avg.view.flat_slice(at, s.count), scratch[2 * c].view.flat_slice(s.begin, s.count));
-      kernels_.copy(shards_[c].exp_avg_sq.view.flat_slice(at, s.count),
-                    scratch[2 * c + 1].view.flat_slice(s.begin, s.count));
+      const int64_t from = s.begin - buckets[b].offset;
+      kernels_.copy(shards_[c].exp_avg.view.flat_slice(at, s.count), scratch[0].view.flat_slice(from, s.count));
+      kernels_.copy(shards_[c].exp_avg_sq.view.flat_slice(at, s.count), scratch[1].view.flat_slice(from, s.count));
+      kernels_.synchronize();  // before the scratch buffers go
     }
   }
-  kernels_.synchronize();
 }
 
 }  // namespace ptdp

@@ -32,12 +32,15 @@ class OptimizerState {
   // the backend's working copies are refreshed.
   void step(const AdamStep& adam);
 
-  // Runs fn on every parameter with its whole moments, gathered into scratch buffers over the
-  // data-parallel group when sharded (a checkpoint save).
-  void with_whole_moments(const std::function<void(const std::vector<ParamRef>&)>& fn);
-  // fn writes every parameter's master and whole moments (a checkpoint load); a sharded state
-  // then keeps its shard of them.
-  void load_whole_moments(const std::function<void(const std::vector<ParamRef>&)>& fn);
+  // Every parameter as the trainer holds it (moments empty when sharded).
+  std::vector<ParamRef> whole_params() const;
+  // Runs fn on groups of parameters with their whole moments (a checkpoint save): every parameter
+  // at once, or, sharded, one bucket's parameters at a time with their moments all-gathered over
+  // the data-parallel group into scratch buffers the size of that bucket.
+  void for_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn);
+  // fn writes the master and whole moments of the parameters it is given (a checkpoint load), in
+  // the same groups; a sharded state then keeps its shard of them.
+  void load_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn);
 
  private:
   struct ChunkShard {
@@ -45,8 +48,9 @@ class OptimizerState {
     std::vector<int64_t> bucket_start;  // where each bucket's shard starts in them
     std::vector<ParamRef> pieces;       // Adam's entries: ranges of parameters inside the shards
   };
-  std::vector<ParamRef> whole_params() const;
-  std::vector<OwnedTensor> scratch_moments(std::vector<ParamRef>& params) const;
+  // One bucket's parameters, their moments pointed at scratch buffers of the bucket's size.
+  std::vector<ParamRef> bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket,
+                                      std::vector<OwnedTensor>& scratch) const;
 
   LayerKernels& kernels_;
   const ParallelGroups& groups_;

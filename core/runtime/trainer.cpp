@@ -160,7 +160,9 @@ int64_t RankTrainer::open_checkpoints() {
   const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
   CheckpointManager& from = source ? *source : *checkpoints_;
-  optimizer_->load_whole_moments([&](const std::vector<ParamRef>& params) { from.load(resume->step, params); });
+  from.check(resume->step, optimizer_->whole_params());
+  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  kernels_->params_updated();
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
@@ -181,9 +183,8 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
                  {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
       {"config", run_config_json(cfg_)},
       {"schedule", schedule_record(schedule_)}};
-  optimizer_->with_whole_moments([&](const std::vector<ParamRef>& params) {
-    checkpoints_->save(completed_steps, params, metadata.dump(), [this] { world_->barrier(); });
-  });
+  optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
+  checkpoints_->commit(completed_steps, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
   const std::vector<int64_t> removed = checkpoints_->keep_newest(cfg_.checkpoint.keep);

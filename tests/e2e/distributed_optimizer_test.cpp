@@ -143,10 +143,13 @@ TEST(DistributedOptimizerCheckpoint, AStepSavedUnderOneDResumesUnderAnotherLayou
   ASSERT_EQ(whole.losses.size(), 6u) << whole.output;
   const std::string dir = "checkpoint.dir=\"" + ws.dir() + "/ckpt-sharded\"";
   const std::string sharded = "parallel.distributed_optimizer=true";
-  const HostRun first = ws.run(with(common, {dir, sharded, "run.steps=3", "parallel.data=2"}), 2);
+  // Buckets of about half a block, so a save and a load go through several.
+  const HostRun first =
+      ws.run(with(common, {dir, sharded, "run.steps=3", "parallel.data=2", "parallel.bucket_elements=5000"}), 2);
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  // Resharded: d 2 -> 4 and p 1 -> 2, the moments cut again into other shards.
-  const HostRun second = ws.run(with(common, {dir, sharded, "parallel.data=4", "parallel.pipeline=2"}), 8);
+  // Resharded: d 2 -> 4, p 1 -> 2 and other buckets, the moments cut again into other shards.
+  const HostRun second = ws.run(
+      with(common, {dir, sharded, "parallel.data=4", "parallel.pipeline=2", "parallel.bucket_elements=3000"}), 8);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
   ASSERT_EQ(second.losses.size(), 3u) << second.output;
