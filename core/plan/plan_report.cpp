@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "manifest/model_math.hpp"
+#include "plan/memory_model.hpp"
 
 namespace ptdp {
 namespace {
@@ -137,6 +138,17 @@ std::string plan_text(const PlanContext& context, const PlanResult& result, int 
                        c.tflops_per_gpu);
   };
   row("given", result.given);
+  {
+    // The given layout's model state both ways, whatever the manifest chose.
+    PlanLayout without = result.given.layout, with = result.given.layout;
+    without.distributed_optimizer = false;
+    with.distributed_optimizer = true;
+    const MemoryBreakdown a = memory_per_gpu(r.model, without, *context.spec, {});
+    const MemoryBreakdown b = memory_per_gpu(r.model, with, *context.spec, {});
+    out += fmt::format("      given, per GPU of stage {}: weights {} + gradients {} GiB, optimizer state {} GiB without the "
+                       "distributed optimizer, {} GiB with it\n",
+                       a.stage, gib(a.weights), gib(a.gradients), gib(a.optimizer_state), gib(b.optimizer_state));
+  }
   const int shown = std::min<int>(top, static_cast<int>(result.candidates.size()));
   for (int i = 0; i < shown; ++i) row(std::to_string(i + 1), result.candidates[i]);
   int fitting = 0;
