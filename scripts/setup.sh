@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
 # the Debian packages ptdp builds against; on machines with CUDA, the cudnn-frontend headers for
-# the flash-attention path and the CUDA-enabled UCX of the libucx-cu13 wheel (from pip); then
+# the flash-attention path and the CUDA-enabled UCX of the libucx-cu13 wheel (from pip); transformers
+# (pip, into .deps/python) for the export test; then
 # configure and build. With --deps-only it stops before the
 # build.
 set -euo pipefail
@@ -9,7 +10,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
-  libgtest-dev nlohmann-json3-dev libssl-dev libucx-dev ucx-utils libopenblas-dev python3-torch python3-numpy)
+  libgtest-dev nlohmann-json3-dev libssl-dev libucx-dev ucx-utils libopenblas-dev python3-torch python3-numpy
+  python3-yaml python3-requests python3-typing-extensions)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -19,6 +21,16 @@ if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# transformers, for the test that loads an exported folder with GPT2LMHeadModel itself: versions
+# that run on Debian's torch 1.13, into .deps/python so nothing of the system changes; the
+# dependencies not listed come from Debian (numpy, yaml, requests, typing-extensions).
+if [ ! -f .deps/python/transformers/__init__.py ]; then
+  PIP_ROOT_USER_ACTION=ignore /usr/bin/python3 -m pip install --quiet --no-deps --target .deps/python \
+    transformers==4.40.2 tokenizers==0.19.1 huggingface_hub==0.23.4 safetensors==0.4.3 regex==2024.5.15 \
+    tqdm==4.66.4 filelock==3.15.4 packaging==24.1 fsspec==2024.6.1 ||
+    echo "setup: transformers not installed; the test that loads an export with it will be skipped"
 fi
 
 # cudnn-frontend is header-only C++; PyPI ships its headers in the nvidia-cudnn-frontend wheel.

@@ -11,8 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "command_registry.hpp"
-#include "manifest/manifest_loader.hpp"
-#include "manifest/run_config_json.hpp"
 #include "manifest_plugins.hpp"
 #include "runtime/trainer.hpp"
 #include "stored_step.hpp"
@@ -32,33 +30,10 @@ struct EvalArgs {
 
 int eval_command(const EvalArgs& args) {
   const StoredStep stored = open_stored_step(args.checkpoint, args.step, args.store);
-  const int64_t step = stored.step;
-  const nlohmann::json& metadata = stored.metadata;
-  const nlohmann::json& config_json = metadata["config"];
-  // One process on the CPU, forward only from `step`; --set may change any of it.
-  std::vector<std::string> overrides = {
-      "parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1", "parallel.virtual_stages=1",
-      "launch.nproc_per_node=1", "launch.nnodes=1", "plugins.comm=comm-ucx", "plugins.kernels=kernels-ref",
-      "plugins.scheduler=sched-1f1b", "precision.params=fp32", "checkpoint.dir=\"\"", "checkpoint.every=0",
-      "checkpoint.keep=0", "data.val_every=0", "data.val_fraction=0.0",
-      fmt::format("checkpoint.resume_from={}", nlohmann::json(args.checkpoint).dump()),
-      fmt::format("checkpoint.resume_step={}", step), fmt::format("run.steps={}", std::max<int64_t>(step, 1)),
-      fmt::format("data.path={}", nlohmann::json(args.data).dump()),
-      fmt::format("data.format={}", nlohmann::json(args.format).dump())};
-  // Trains nothing: the schedule only has to match the saved one, so no change is reported.
-  if (metadata.contains("schedule"))
-    overrides.push_back(fmt::format("optimizer.decay_steps={}", metadata["schedule"].value("decay_steps", int64_t{0})));
-  // Options of the plugins the training run used may not fit the ones eval loads.
-  for (const char* slot : {"comm", "kernels", "scheduler"})
-    if (config_json.contains("plugins") && config_json["plugins"].contains("options"))
-      overrides.push_back(fmt::format("plugins.options.{}={{}}", slot));
+  std::vector<std::string> overrides = {fmt::format("data.path={}", nlohmann::json(args.data).dump()),
+                                        fmt::format("data.format={}", nlohmann::json(args.format).dump())};
   overrides.insert(overrides.end(), args.sets.begin(), args.sets.end());
-  const std::string source = fmt::format("{} step {}", args.checkpoint, step);
-  RunConfig config = load_manifest_string(manifest_text(config_json), source, overrides);
-  if (config.parallel.world_size() != 1)
-    throw Error(fmt::format("{}: eval runs in one process: leave parallel.tensor, parallel.pipeline and "
-                            "parallel.data at 1 (any layout's checkpoint loads into it)",
-                            source));
+  const RunConfig config = one_process_config(stored, args.checkpoint, "eval", overrides);
   check_manifest_plugins(config);
   TrainOptions options;
   options.eval_batches = args.batches;

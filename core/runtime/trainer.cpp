@@ -336,6 +336,11 @@ TrainOutcome RankTrainer::run() {
   bind_streams();
   initialize_parameters();
   const int64_t first_step = open_checkpoints();
+  if (options_.use_loaded_model) {
+    PTDP_CHECK(id_.world_size == 1 && chunks_.size() == 1, "a loaded model is handed over on one rank only");
+    options_.use_loaded_model(*kernels_, *chunks_.front(), model_spec(cfg_));
+    return TrainOutcome::Finished;
+  }
 
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
   const ScheduleShape shape{p, v, m};

@@ -106,6 +106,10 @@ class HeadLayer {
   // global-batch mean).
   virtual void backward(const MicroBatch& mb, float loss_scale, Tensor din) = 0;
   virtual void release(int slot) = 0;
+  // For generation: the logits of this rank's vocabulary rows, F32 [s, b, padded_vocab / t] on
+  // the device (row r of the shard is vocabulary id tp_rank * padded_vocab / t + r; ids from
+  // vocab up are padding, their values meaningless). Saves nothing. Since ABI 1.2.
+  virtual void logits(const MicroBatch& mb, const Tensor& in, Tensor logits) = 0;
 };
 
 struct KernelsBinding {
@@ -159,7 +163,7 @@ class LayerKernels {
   // distributed optimizer's shard cuts parameters); the backend keeps any working copy of that
   // range in step.
   virtual void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) = 0;
-  // Since ABI 1.2. From now on each parameter's master weights and gradient live where
+  // Since ABI 1.3. From now on each parameter's master weights and gradient live where
   // params[i].master and params[i].grad point (f32 memory from allocate(), the parameter's shape;
   // for the core, views into one buffer per model chunk that it reduces in place, without
   // copies). params lists parameters as parameters() gave them, with only those two tensors
