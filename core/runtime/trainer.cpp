@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_manager.hpp"
+#include "checkpoint/checkpoint_space.hpp"
 #include "checkpoint/resume_point.hpp"
 #include "data/batch_sampler.hpp"
 #include "data/token_dataset.hpp"
@@ -25,6 +26,7 @@
 #include "runtime/device_placement.hpp"
 #include "runtime/gradient_sync.hpp"
 #include "runtime/model_chunk.hpp"
+#include "runtime/optimizer_state.hpp"
 #include "runtime/parameter_init.hpp"
 #include "runtime/pipeline_executor.hpp"
 #include "runtime/stop_signal.hpp"
@@ -39,8 +41,6 @@
 
 namespace ptdp {
 namespace {
-
-constexpr int64_t kBucketElements = 1 << 22;
 
 ModelSpec model_spec(const RunConfig& c) {
   ModelSpec m;
@@ -137,7 +137,8 @@ class RankTrainer {
   std::unique_ptr<DeviceProfiler> profiler_;  // --profile only
   ParallelGroups groups_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
-  std::vector<ParamRef> params_;
+  std::vector<ChunkBuffers> buffers_;  // each chunk's master weights and gradients
+  std::unique_ptr<OptimizerState> optimizer_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
 };
@@ -166,7 +167,9 @@ int64_t RankTrainer::open_checkpoints() {
   const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
   CheckpointManager& from = source ? *source : *checkpoints_;
-  from.load(resume->step, params_);
+  from.check(resume->step, optimizer_->whole_params());
+  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  kernels_->params_updated();
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
@@ -187,7 +190,8 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
                  {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
       {"config", run_config_json(cfg_)},
       {"schedule", schedule_record(schedule_)}};
-  checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
+  optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
+  checkpoints_->commit(completed_steps, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
   const std::vector<int64_t> removed = checkpoints_->keep_newest(cfg_.checkpoint.keep);
@@ -248,15 +252,33 @@ void RankTrainer::build_model() {
     EmbeddingLayer* tied = (layout.has_head && !chunks_.empty()) ? chunks_.front()->embedding() : nullptr;
     chunks_.push_back(std::make_unique<ModelChunk>(*kernels_, layout, binding.model, every, tied));
   }
-  for (auto& chunk : chunks_)
-    for (auto& param : chunk->parameters()) params_.push_back(std::move(param));
+  // Each chunk's parameters move into its buffers; the tied word embedding's gradient gets a
+  // bucket of its own where the embedding group sums it at the flush.
+  std::vector<ParamRef> placed;
+  for (auto& chunk : chunks_) {
+    buffers_.emplace_back(*kernels_, chunk->parameters(), chunk->parameter_layers(), groups_.embedding != nullptr,
+                          cfg_.parallel.bucket_elements, topology_.data());
+    placed.insert(placed.end(), buffers_.back().params().begin(), buffers_.back().params().end());
+  }
+  kernels_->place_parameters(placed);
+  optimizer_ = std::make_unique<OptimizerState>(*kernels_, groups_, buffers_, cfg_.parallel.distributed_optimizer);
+  if (id_.rank == 0) {
+    int64_t weights = 0;
+    for (const ChunkBuffers& b : buffers_) weights += b.layout().size * static_cast<int64_t>(sizeof(float));
+    auto size = [](int64_t bytes) { return fmt::format("{} ({} bytes)", byte_size(bytes), bytes); };
+    spdlog::info("rank 0 holds fp32 master weights {}, gradients {}, optimizer state {}{}", size(weights),
+                 size(weights), size(optimizer_->bytes()),
+                 optimizer_->distributed() ? fmt::format(" (its 1/{} shard: distributed optimizer)", topology_.data())
+                                           : "");
+  }
 }
 
 void RankTrainer::initialize_parameters() {
-  for (const ParamRef& p : params_) {
-    const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
-    kernels_->copy_from_host(p.master, values.data());
-  }
+  for (const ChunkBuffers& chunk : buffers_)
+    for (const ParamRef& p : chunk.params()) {
+      const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
+      kernels_->copy_from_host(p.master, values.data());
+    }
   kernels_->params_updated();
 }
 
@@ -395,8 +417,8 @@ TrainOutcome RankTrainer::run() {
     metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
     metrics->write_header(make_run_header(cfg_, registry_, device_));
   }
-  std::vector<Tensor> grads;
-  for (const auto& param : params_) grads.push_back(param.grad);
+  GradientReducer reducer(*kernels_, groups_, buffers_, optimizer_->distributed(), timeline);
+  executor.on_gradients_final([&reducer](int chunk, int layer) { reducer.layer_final(chunk, layer); });
   // Mean loss over global batches 0 .. batches-1 of `loader`, forward only.
   auto forward_loss = [&](const MicrobatchLoader& loader, int batches) {
     double total = 0;
@@ -428,14 +450,11 @@ TrainOutcome RankTrainer::run() {
       profiler_->start();
       profiled_steps.push_back({steady_us(step_start), 0});
     }
-    for (const Tensor& g : grads) kernels_->fill_zero(g);
+    reducer.begin_step();
     executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
-    timeline.span("data-parallel + embedding all-reduce", "collective", [&] {
-      all_reduce_data_parallel(*kernels_, *groups_.data, params_, kBucketElements);
-      if (groups_.embedding) sync_tied_embedding(*kernels_, *groups_.embedding, params_);
-    });
+    reducer.finish();
     double grad_norm = 0;
-    timeline.span("grad norm", "collective", [&] { grad_norm = global_grad_norm(*kernels_, groups_, me_, p, params_); });
+    timeline.span("grad norm", "collective", [&] { grad_norm = optimizer_->grad_norm(me_, p); });
     AdamStep adam;
     adam.step = step + 1;
     adam.lr = static_cast<float>(learning_rate(schedule_, step, schedule_.decay_steps));
@@ -454,7 +473,7 @@ TrainOutcome RankTrainer::run() {
       save_checkpoint(*unverified_save);
       unverified_save.reset();
     }
-    timeline.span("optimizer step", "optimizer", [&] { kernels_->adam_step(params_, adam); });
+    timeline.span("optimizer step", "optimizer", [&] { optimizer_->step(adam); });
     const double loss = step_loss(losses.view, m);
     kernels_->synchronize();
     if (profiled) {

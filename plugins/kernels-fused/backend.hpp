@@ -6,7 +6,7 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 #include "arena.hpp"
@@ -65,7 +65,10 @@ class Backend {
   std::shared_ptr<Parameter> make_parameter(const ParameterSpec& spec);
   // Live parameters (layers that were dropped take theirs with them).
   std::vector<std::shared_ptr<Parameter>> parameters();
-  std::shared_ptr<Parameter> parameter_by_master(const void* master);
+  // The parameter whose master weights hold `address` (a whole master or a range of one).
+  std::shared_ptr<Parameter> parameter_holding(const void* address);
+  // Moves a parameter's master and gradient to the core's memory (place_parameters).
+  void place(const std::shared_ptr<Parameter>& parameter, float* master, float* grad);
 
   // Checks a tensor passed in: dtype, memory and shape, naming the layer and argument when wrong.
   void expect(const Tensor& t, DType dtype, MemoryKind memory, const std::vector<int64_t>& shape,
@@ -86,7 +89,7 @@ class Backend {
   std::unique_ptr<Attention> attention_;
   KernelContext kernels_;
   std::vector<std::weak_ptr<Parameter>> parameters_;
-  std::unordered_map<const void*, std::weak_ptr<Parameter>> by_master_;
+  std::map<const char*, std::weak_ptr<Parameter>> by_master_;  // by the master's first byte
 };
 
 }  // namespace ptdp::fused

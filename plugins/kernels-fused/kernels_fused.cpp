@@ -224,9 +224,12 @@ class KernelsFused final : public LayerKernels {
         expect_device(*t, "adam_step: parameter " + p.name);
       }
       if (p.master.numel() == 0) continue;
-      auto owner = b->parameter_by_master(p.master.data);
+      // An entry may be a range of a parameter (a distributed optimizer's shard): its working
+      // copy is the same range of the parameter's.
+      auto owner = b->parameter_holding(p.master.data);
+      bf16* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
       list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
-                                p.exp_avg_sq.as<float>(), owner ? owner->working() : nullptr, p.master.numel(),
+                                p.exp_avg_sq.as<float>(), working, p.master.numel(),
                                 p.weight_decay ? step.weight_decay : 0.0f});
     }
     if (list.empty()) return;
@@ -242,6 +245,31 @@ class KernelsFused final : public LayerKernels {
     const MultiTensorMetadata meta = pack_multi_tensor(list);
     ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,
                              b->kernels());
+  }
+
+  void place_parameters(const std::vector<ParamRef>& params) override {
+    auto& b = bound();
+    const auto live = b->parameters();
+    std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
+    for (const ParamRef& p : params) {
+      // The list names parameters as parameters() gave them; each is found by name.
+      std::shared_ptr<Parameter> owner;
+      for (const auto& candidate : live)
+        if (candidate->spec().name == p.name) {
+          if (owner) throw Error("kernels-fused: place_parameters: two parameters are named '" + p.name + "'");
+          owner = candidate;
+        }
+      if (!owner) throw Error("kernels-fused: place_parameters: no parameter named '" + p.name + "'");
+      b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " master");
+      b->expect(p.grad, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " grad");
+      found.emplace_back(owner, &p);
+    }
+    b->activate();
+    for (auto& [owner, p] : found) b->place(owner, p->master.as<float>(), p->grad.as<float>());
+    // The parameters' own blocks would otherwise stay cached in the arena, holding device memory
+    // that nothing of this size asks for again.
+    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+    b->arena().release_cached();
   }
 
   void params_updated() override {

@@ -11,6 +11,9 @@
 #   layouts  tensor, pipeline and data parallel layouts of a small GPT with every rank on one GPU
 #            (comm-ucx), each against the single-rank losses and kernels-ref; a rank killed mid-step
 #   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
+#   dopt     data parallelism on one GPU (comm-ucx, ranks sharing it): the small GPT at d 2 with and
+#            without the distributed optimizer against d 1; the 1.3B model at d 2 with and without
+#            it against d 1, with each rank's peak device memory
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
@@ -81,6 +84,35 @@ with_peak_memory() {  # outfile cmd...
   kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
   sort -n "$out.mem" | tail -1 | awk '{printf "%.1f\n", $1/1024}' > "$out"
   return $rc
+}
+# Peak GPU memory (GiB) of each process on the GPU while a command runs, highest first.
+with_rank_memory() {  # outfile cmd...
+  local out=$1; shift
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 > "$out.mem" &
+  local sampler=$!
+  "$@"
+  local rc=$?
+  kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+  awk -F', *' '$1 ~ /^[0-9]+$/ && $2 + 0 > peak[$1] { peak[$1] = $2 + 0 } END { for (p in peak) printf "%.1f\n", peak[p] / 1024 }' "$out.mem" |
+    sort -rn | paste -sd' ' > "$out"
+  return $rc
+}
+# The largest relative difference of two --metrics files' losses, "no run" unless both have N steps.
+loss_gap() {  # file file steps
+  python3 - "$@" <<'PY'
+import json, sys
+def losses(path):
+    try:
+        return [r["loss"] for r in (json.loads(l) for l in open(path) if l.strip()) if "step" in r]
+    except OSError:
+        return []
+a, b, n = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+if len(a) != n or len(b) != n:
+    print(f"FAIL: {len(a)} and {len(b)} of {n} steps")
+else:
+    w = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+    print(f"{'PASS' if w < 2e-2 else 'FAIL'}: max relative difference {w:.2e} (bf16 tolerance 2e-2), loss {b[0]:.4f} -> {b[-1]:.4f}")
+PY
 }
 
 for part in $parts; do
@@ -229,6 +261,29 @@ for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2
     print(f"{what:44} {'no run' if w is None else f'{w:10.2e}'}  {'PASS' if w is not None and w < 2e-2 else 'FAIL'} "
           f"(10 steps, loss {b[0] if b else float('nan'):.4f} -> {b[-1] if b else float('nan'):.4f})")
 PY
+  ;;
+dopt)
+  # The small GPT, 20 steps: d 2 with and without the distributed optimizer against d 1 (same
+  # global batch, so the same model trained).
+  M=examples/gpt-small-1gpu-layouts.toml
+  timed_run dopt-d1 $M
+  timed_run dopt-d2 $M --nproc 2 --set parallel.data=2
+  timed_run dopt-d2-distopt $M --nproc 2 --set parallel.data=2 --set parallel.distributed_optimizer=true
+  row "small d 2 vs d 1" "$(loss_gap "$OUT/dopt-d2.jsonl" "$OUT/dopt-d1.jsonl" 20)"
+  row "small d 2 distributed optimizer vs d 1" "$(loss_gap "$OUT/dopt-d2-distopt.jsonl" "$OUT/dopt-d1.jsonl" 20)"
+  # The 1.3B model, 10 steps at B 8: two ranks on the one GPU over comm-ucx, each rank's peak
+  # device memory (nvidia-smi, per process) with and without the distributed optimizer.
+  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2
+       --set parallel.global_batch=8)
+  timed_run dopt-big-d1 examples/gpt-1gpu.toml "${big[@]}"
+  for arm in "d2 false" "d2-distopt true"; do
+    read -r name distopt <<< "$arm"
+    with_rank_memory "$OUT/dopt-big-$name.peak" timed_run dopt-big-$name examples/gpt-1gpu.toml "${big[@]}" \
+      --nproc 2 --set parallel.data=2 --set parallel.distributed_optimizer=$distopt
+    row "1.3B $name vs d 1" "$(loss_gap "$OUT/dopt-big-$name.jsonl" "$OUT/dopt-big-d1.jsonl" 10)"
+    row "1.3B $name: peak GiB per rank (nvidia-smi)" "$(cat "$OUT/dopt-big-$name.peak")"
+    row "1.3B $name: rank 0 allocated" "$(grep -oE 'fp32 master weights .*' "$OUT/dopt-big-$name.log" | head -1)"
+  done
   ;;
 bench)
   for b in 4 8; do

@@ -287,6 +287,82 @@ void check_optimizer(Checks& checks, const std::string& dir) {
   checks.close("loss after adam_step (bf16 working copies refreshed)", {fused_loss}, {ref_loss}, kModelLossTolerance);
 }
 
+// place_parameters moves masters (values kept) and gradients into one buffer the caller owns,
+// and Adam over ranges of the placed parameters (a distributed optimizer's shards, moments in the
+// caller's memory) gives the masters, and through the refreshed bf16 working copies the loss, of
+// Adam over the whole unplaced parameters.
+void check_placement(Checks& checks, const std::string& dir) {
+  const Inputs in = random_inputs();
+  SoloCommunicator solo_whole, solo_placed;
+  LoadedKernels whole(plugin_path(dir, "kernels-fused"), {});
+  LoadedKernels placed(plugin_path(dir, "kernels-fused"), {});
+  const ModelRun w = run_model(*whole, &solo_whole, 0, 1, in);
+  const ModelRun p = run_model(*placed, &solo_placed, 0, 1, in);
+  int64_t total = 0;
+  for (const ParamRef& r : p.params) total += (r.master.numel() + 63) / 64 * 64;
+  OwnedTensor masters = placed->allocate({total}, DType::F32), grads = placed->allocate({total}, DType::F32);
+  OwnedTensor exp_avg = placed->allocate({total}, DType::F32), exp_avg_sq = placed->allocate({total}, DType::F32);
+  std::vector<ParamRef> moved = p.params, ranges;
+  int64_t at = 0;
+  for (ParamRef& r : moved) {
+    const int64_t n = r.master.numel();
+    const std::vector<int64_t> shape = r.master.shape;
+    r.master = masters.view.flat_slice(at, n);
+    r.master.shape = shape;
+    r.grad = grads.view.flat_slice(at, n);
+    r.grad.shape = shape;
+    for (auto [offset, count] : {std::pair<int64_t, int64_t>{0, n / 3}, {n / 3, n - n / 3}}) {
+      if (count == 0) continue;
+      ParamRef range = r;
+      range.master = masters.view.flat_slice(at + offset, count);
+      range.grad = grads.view.flat_slice(at + offset, count);
+      range.exp_avg = exp_avg.view.flat_slice(at + offset, count);
+      range.exp_avg_sq = exp_avg_sq.view.flat_slice(at + offset, count);
+      ranges.push_back(range);
+    }
+    at += (n + 63) / 64 * 64;
+  }
+  Named before, after;
+  collect(*placed, p.params, [](const ParamRef& r) -> const Tensor& { return r.master; }, before);
+  placed->place_parameters(moved);
+  collect(*placed, moved, [](const ParamRef& r) -> const Tensor& { return r.master; }, after);
+  for (const auto& [name, values] : before) checks.close("place_parameters keeps master " + name, after[name], values, 0.0);
+  for (const ParamRef& r : p.embedding->parameters())
+    checks.record("placed " + r.name + " lives in the buffer", r.master.data >= masters.view.data &&
+                  r.master.data < static_cast<char*>(masters.view.data) + masters.view.bytes(), r.name);
+
+  for (size_t i = 0; i < w.params.size(); ++i) {
+    const auto& g = w.grads.at(w.params[i].name);
+    std::vector<float> local = slice(std::vector<float>(g.begin(), g.end()), w.params[i]);
+    whole->copy_from_host(w.params[i].grad, local.data());
+    placed->copy_from_host(moved[i].grad, local.data());
+  }
+  AdamStep step;
+  step.lr = 0.05f;
+  step.weight_decay = 0.1f;
+  whole->adam_step(w.params, step);
+  placed->adam_step(ranges, step);
+  Named wm, pm;
+  collect(*whole, w.params, [](const ParamRef& r) -> const Tensor& { return r.master; }, wm);
+  collect(*placed, moved, [](const ParamRef& r) -> const Tensor& { return r.master; }, pm);
+  for (const auto& [name, values] : wm) checks.close("adam_step over ranges of placed " + name, pm[name], values, 0.0);
+
+  auto loss_after = [&](LayerKernels& k, const ModelRun& run) {
+    const ModelSpec& m = in.model;
+    std::vector<int32_t> tokens = in.tokens, targets = in.targets;
+    OwnedTensor a = activation(k, m), b = activation(k, m), loss = k.allocate({1}, DType::F32);
+    run.embedding->forward(in.mb, host_ids(tokens, m), a.view, false);
+    for (auto& block : run.blocks) {
+      block->forward(in.mb, a.view, b.view, false);
+      std::swap(a, b);
+    }
+    run.head->forward(in.mb, a.view, host_ids(targets, m), loss.view, false);
+    return download(k, loss.view)[0];
+  };
+  checks.close("loss after adam_step over ranges (their working copies written)", {loss_after(*placed, p)},
+               {loss_after(*whole, w)}, 0.0);
+}
+
 // Bad input gets a clear error, not a crash.
 void expect_error(Checks& checks, const std::string& name, const std::string& needle, const std::function<void()>& body) {
   try {
@@ -341,6 +417,7 @@ void check_errors(Checks& checks, const std::string& dir) {
 void run_plugin_checks(Checks& checks, const std::string& dir) {
   checks.run("plugin errors", [&] { check_errors(checks, dir); });
   checks.run("optimizer", [&] { check_optimizer(checks, dir); });
+  checks.run("parameter placement", [&] { check_placement(checks, dir); });
 }
 
 }  // namespace ptdp::fused::test
