@@ -18,6 +18,7 @@
 #            the PyTorch baseline on the same model and batch
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
 #            micro-batch 4 against 8 at global batch 8 (the same model trained either way)
+#   fusions-each  ptdp-host ab of each kernels-fused fusion alone against none
 #   largest  the largest model that trains, with and without full recomputation
 #   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
@@ -345,6 +346,21 @@ fusions)
     tee -a "$table" < "$OUT/ab-fusions/report.md"
   else
     tail -5 "$OUT/ab-fusions.log"
+  fi
+  ;;
+fusions-each)
+  # Each fusion alone against none, in one ptdp-host ab: which of them pays.
+  k=plugins.options.kernels
+  "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fusions-each" \
+    --set $k.gelu_epilogue=false --set $k.bias_grad_epilogue=false --set $k.fused_layer_norm_backward=false \
+    --arm none --arm gelu_epilogue --set $k.gelu_epilogue=true --arm bias_grad_epilogue --set $k.bias_grad_epilogue=true \
+    --arm fused_layer_norm_backward --set $k.fused_layer_norm_backward=true > "$OUT/ab-fusions-each.log" 2>&1
+  row "ab: each fusion alone vs none, 1.3B b=4" "exit $?"
+  if [ -f "$OUT/ab-fusions-each/report.md" ]; then
+    cp "$OUT/ab-fusions-each/report.md" "$RESULTS/ab-fusions-each.md"
+    tee -a "$table" < "$OUT/ab-fusions-each/report.md"
+  else
+    tail -5 "$OUT/ab-fusions-each.log"
   fi
   ;;
 profile)
