@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
-  libgtest-dev nlohmann-json3-dev libssl-dev libucx-dev ucx-utils libopenblas-dev python3-torch python3-numpy)
+  libgtest-dev nlohmann-json3-dev libssl-dev libsentencepiece-dev libucx-dev ucx-utils libopenblas-dev python3-torch
+  python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -43,7 +43,7 @@ int eval_command(const EvalArgs& args) {
       "checkpoint.keep=0", "data.val_every=0", "data.val_fraction=0.0",
       fmt::format("checkpoint.resume_from={}", nlohmann::json(args.checkpoint).dump()),
       fmt::format("checkpoint.resume_step={}", step), fmt::format("run.steps={}", std::max<int64_t>(step, 1)),
-      fmt::format("data.path={}", nlohmann::json(args.data).dump()),
+      fmt::format("data.path={}", nlohmann::json(args.data).dump()), "data.val_path=[]", "data.weights=[]",
       fmt::format("data.format={}", nlohmann::json(args.format).dump())};
   // Trains nothing: the schedule only has to match the saved one, so no change is reported.
   if (metadata.contains("schedule"))

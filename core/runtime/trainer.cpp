@@ -11,8 +11,7 @@
 
 #include "checkpoint/checkpoint_manager.hpp"
 #include "checkpoint/resume_point.hpp"
-#include "data/batch_sampler.hpp"
-#include "data/token_dataset.hpp"
+#include "data/run_data.hpp"
 #include "launch/tcp_store.hpp"
 #include "manifest/model_math.hpp"
 #include "manifest/run_config_json.hpp"
@@ -324,13 +323,12 @@ TrainOutcome RankTrainer::run() {
   const InstructionStream& stream = schedule.streams.at(me_.pp);
   const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
 
-  const TokenDataset dataset = TokenDataset::open(cfg_.data.path, cfg_.data.format);
-  dataset.check_vocab(cfg_.model.vocab);
-  const BatchSampler train(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, cfg_.data.val_fraction);
+  const RunData data = RunData::open(cfg_);
+  const BatchSampler train = data.training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
   // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
   std::optional<BatchSampler> validation;
   if (cfg_.data.val_every > 0)
-    validation.emplace(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Validation, cfg_.data.val_fraction);
+    validation.emplace(data.validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
   const int64_t per_replica = cfg_.parallel.global_batch / topology_.data();
   const int b = cfg_.parallel.micro_batch;
   auto loader_for = [&](const BatchSampler& sampler) -> MicrobatchLoader {
@@ -447,10 +445,10 @@ TrainOutcome RankTrainer::run() {
   }
   if (options_.eval_batches > 0) {
     // The whole file, not a split of it: what `ptdp-host eval` measures.
-    const BatchSampler whole(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, 0.0);
+    const BatchSampler whole = data.everything(cfg_.model.seq_len, cfg_.run.seed);
     const double loss = forward_loss(loader_for(whole), options_.eval_batches);
     if (id_.rank == 0)
-      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", cfg_.data.path, loss,
+      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data.train.front().corpus.name(), loss,
                    std::exp(loss), options_.eval_batches, tokens_per_step);
   }
   world_->barrier();
