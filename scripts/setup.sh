@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
-# the Debian packages ptdp builds against; on machines with CUDA, the cudnn-frontend headers for
-# the flash-attention path and the CUDA-enabled UCX of the libucx-cu13 wheel (from pip); then
-# configure and build. With --deps-only it stops before the
+# the Debian packages ptdp builds against; the `tokenizers` library (from pip); on machines with
+# CUDA, the cudnn-frontend headers for the flash-attention path and the CUDA-enabled UCX of the
+# libucx-cu13 wheel (from pip); then configure and build. With --deps-only it stops before the
 # build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,16 +10,23 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
   libgtest-dev nlohmann-json3-dev libssl-dev libsentencepiece-dev libucx-dev ucx-utils libopenblas-dev python3-torch
-  python3-numpy)
+  python3-numpy python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Hugging Face tokenizer.json files are read by the `tokenizers` library, which is on PyPI only
+# (scripts/encode_hf.py).
+if ! python3 -c "import tokenizers" 2>/dev/null; then
+  $SUDO python3 -m pip install --quiet --break-system-packages tokenizers ||
+    echo "setup: tokenizers not available from pip; scripts/encode_hf.py and its test are skipped"
 fi
 
 # cudnn-frontend is header-only C++; PyPI ships its headers in the nvidia-cudnn-frontend wheel.
