@@ -9,7 +9,7 @@
 #include "checkpoint/checkpoint_preflight.hpp"
 #include "command_registry.hpp"
 #include "manifest_plugins.hpp"
-#include "data/run_data.hpp"
+#include "data/run_tokenizer.hpp"
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
 #include "manifest/manifest_loader.hpp"
@@ -43,7 +43,7 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
     return kExitInvalidManifest;
   }
   // Bad data fails here, before any rank or plugin starts.
-  RunData::open(config);
+  run_tokenizer(config, RunData::open(config));
   // So does a checkpoint folder the run cannot use; once per job (our own launcher's ranks were
   // checked by the process that started them).
   if (!env || (env->launcher != "ptdp" && env->rank == 0)) prepare_checkpoint_folder(config);

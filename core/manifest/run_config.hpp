@@ -58,6 +58,7 @@ struct RunConfig {
     std::vector<std::string> path;
     std::vector<std::string> val_path;  // a separate validation set; empty: the tail of `path`
     std::vector<double> weights;        // one per entry of `path`; empty: no blend
+    std::string tokenizer;              // the tokenizer file the data were made with; travels in checkpoints
     std::string format = "auto";      // "auto" | "ptdp" | "llmc" | "text"
     double val_fraction = 0.05;       // tail of each source held out when there is no val_path
     int val_every = 0;                // 0: never

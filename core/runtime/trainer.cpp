@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_manager.hpp"
 #include "checkpoint/resume_point.hpp"
 #include "data/run_data.hpp"
+#include "data/run_tokenizer.hpp"
 #include "launch/tcp_store.hpp"
 #include "manifest/model_math.hpp"
 #include "manifest/run_config_json.hpp"
@@ -131,6 +132,7 @@ class RankTrainer {
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ParamRef> params_;
   std::unique_ptr<CheckpointManager> checkpoints_;
+  std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
   RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
 };
 
@@ -158,9 +160,10 @@ int64_t RankTrainer::open_checkpoints() {
   const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
   CheckpointManager& from = source ? *source : *checkpoints_;
+  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
+  check_resumed_tokenizer(saved, tokenizer_, fmt::format("{} step {}", resume->dir, resume->step));
   from.load(resume->step, params_);
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
-  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
   schedule_ = resumed.schedule;
@@ -170,7 +173,7 @@ int64_t RankTrainer::open_checkpoints() {
 }
 
 void RankTrainer::save_checkpoint(int64_t completed_steps) {
-  const nlohmann::json metadata = {
+  nlohmann::json metadata = {
       {"step", completed_steps},
       {"manifest", cfg_.source},
       {"layout", {{"pipeline", topology_.pipeline()}, {"tensor", topology_.tensor()}, {"data", topology_.data()},
@@ -179,6 +182,7 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
                  {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
       {"config", run_config_json(cfg_)},
       {"schedule", schedule_record(schedule_)}};
+  if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
   checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
@@ -312,6 +316,8 @@ TrainOutcome RankTrainer::run() {
   build_model();
   bind_streams();
   initialize_parameters();
+  const RunData data = RunData::open(cfg_);
+  tokenizer_ = run_tokenizer(cfg_, data);
   const int64_t first_step = open_checkpoints();
 
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
@@ -323,7 +329,6 @@ TrainOutcome RankTrainer::run() {
   const InstructionStream& stream = schedule.streams.at(me_.pp);
   const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
 
-  const RunData data = RunData::open(cfg_);
   const BatchSampler train = data.training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
   // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
   std::optional<BatchSampler> validation;
