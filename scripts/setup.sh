@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
-# the Debian packages ptdp builds against; the `tokenizers` library (from pip); on machines with
-# CUDA, the cudnn-frontend headers for the flash-attention path and the CUDA-enabled UCX of the
-# libucx-cu13 wheel (from pip); then configure and build. With --deps-only it stops before the
+# the Debian packages ptdp builds against; on machines with CUDA, the cudnn-frontend headers for
+# the flash-attention path and the CUDA-enabled UCX of the libucx-cu13 wheel (from pip); transformers
+# and tokenizers (pip, into .deps/python) for the export test and scripts/encode_hf.py; then
+# configure and build. With --deps-only it stops before the
 # build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
   libgtest-dev nlohmann-json3-dev libssl-dev libsentencepiece-dev libucx-dev ucx-utils libopenblas-dev python3-torch
-  python3-numpy python3-pip)
+  python3-numpy python3-pip python3-yaml python3-requests python3-typing-extensions)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -22,11 +23,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Hugging Face tokenizer.json files are read by the `tokenizers` library, which is on PyPI only
-# (scripts/encode_hf.py).
-if ! python3 -c "import tokenizers" 2>/dev/null; then
-  $SUDO python3 -m pip install --quiet --break-system-packages tokenizers ||
-    echo "setup: tokenizers not available from pip; scripts/encode_hf.py and its test are skipped"
+# transformers, for the test that loads an exported folder with GPT2LMHeadModel itself: versions
+# that run on Debian's torch 1.13, into .deps/python so nothing of the system changes; the
+# dependencies not listed come from Debian (numpy, yaml, requests, typing-extensions).
+if [ ! -f .deps/python/transformers/__init__.py ]; then
+  PIP_ROOT_USER_ACTION=ignore /usr/bin/python3 -m pip install --quiet --no-deps --target .deps/python \
+    transformers==4.40.2 tokenizers==0.19.1 huggingface_hub==0.23.4 safetensors==0.4.3 regex==2024.5.15 \
+    tqdm==4.66.4 filelock==3.15.4 packaging==24.1 fsspec==2024.6.1 ||
+    echo "setup: transformers not installed; the test that loads an export with it will be skipped"
 fi
 
 # cudnn-frontend is header-only C++; PyPI ships its headers in the nvidia-cudnn-frontend wheel.

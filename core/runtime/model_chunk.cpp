@@ -70,6 +70,14 @@ OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const
   return x;
 }
 
+void ModelChunk::logits(const MicroBatch& mb, const Tensor& tokens, Tensor logits) {
+  PTDP_CHECK(embedding_ && head_, "logits need the whole model in one chunk (p = 1, v = 1)");
+  OwnedTensor x = activation();
+  embedding_->forward(mb, tokens, x.view, false);
+  forward_blocks(mb, 0, blocks_.size(), x, false);
+  head_->logits(mb, x.view, logits);
+}
+
 OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale) {
   OwnedTensor dx = activation();
   if (head_) {

@@ -34,6 +34,9 @@ class ModelChunk {
   // activation, or an empty tensor when the chunk has the head (the loss goes to `loss`).
   OwnedTensor forward(const MicroBatch& mb, const Tensor& input, const MicrobatchData& data,
                       Tensor loss, bool training);
+  // A whole model on one rank (embedding to head), forward without dropout, keeping nothing:
+  // logits F32 [s, b, padded_vocab / t] on the kernels' device (HeadLayer::logits).
+  void logits(const MicroBatch& mb, const Tensor& tokens, Tensor logits);
   // doutput: gradient of the output (ignored when the chunk has the head, which starts from
   // loss_scale). Returns the gradient of the input, or an empty tensor for the first chunk.
   OwnedTensor backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale);

@@ -316,9 +316,18 @@ TrainOutcome RankTrainer::run() {
   build_model();
   bind_streams();
   initialize_parameters();
-  const RunData data = RunData::open(cfg_);
-  tokenizer_ = run_tokenizer(cfg_, data);
+  // A loaded model handed to the caller (sample) reads no data.
+  std::optional<RunData> data;
+  if (!options_.use_loaded_model) {
+    data.emplace(RunData::open(cfg_));
+    tokenizer_ = run_tokenizer(cfg_, *data);
+  }
   const int64_t first_step = open_checkpoints();
+  if (options_.use_loaded_model) {
+    PTDP_CHECK(id_.world_size == 1 && chunks_.size() == 1, "a loaded model is handed over on one rank only");
+    options_.use_loaded_model(*kernels_, *chunks_.front(), model_spec(cfg_));
+    return TrainOutcome::Finished;
+  }
 
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
   const ScheduleShape shape{p, v, m};
@@ -329,11 +338,11 @@ TrainOutcome RankTrainer::run() {
   const InstructionStream& stream = schedule.streams.at(me_.pp);
   const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
 
-  const BatchSampler train = data.training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
+  const BatchSampler train = data->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
   // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
   std::optional<BatchSampler> validation;
   if (cfg_.data.val_every > 0)
-    validation.emplace(data.validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
+    validation.emplace(data->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
   const int64_t per_replica = cfg_.parallel.global_batch / topology_.data();
   const int b = cfg_.parallel.micro_batch;
   auto loader_for = [&](const BatchSampler& sampler) -> MicrobatchLoader {
@@ -450,10 +459,10 @@ TrainOutcome RankTrainer::run() {
   }
   if (options_.eval_batches > 0) {
     // The whole file, not a split of it: what `ptdp-host eval` measures.
-    const BatchSampler whole = data.everything(cfg_.model.seq_len, cfg_.run.seed);
+    const BatchSampler whole = data->everything(cfg_.model.seq_len, cfg_.run.seed);
     const double loss = forward_loss(loader_for(whole), options_.eval_batches);
     if (id_.rank == 0)
-      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data.train.front().corpus.name(), loss,
+      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data->train.front().corpus.name(), loss,
                    std::exp(loss), options_.eval_batches, tokens_per_step);
   }
   world_->barrier();

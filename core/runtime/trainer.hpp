@@ -1,18 +1,26 @@
 #pragma once
 // One rank's training run: loads the plugins a manifest names, joins the job through the
 // rendezvous, builds this rank's model chunks, verifies the schedule, and trains.
+#include <functional>
 #include <string>
+
+#include <ptdp/layer_kernels.hpp>
 
 #include "launch/rank_environment.hpp"
 #include "manifest/run_config.hpp"
 
 namespace ptdp {
 
+class ModelChunk;
+
 struct TrainOptions {
   std::string metrics_path;  // --metrics FILE.jsonl (rank 0 writes it)
   std::string trace_path;    // --trace FILE.json (every rank's real timeline, merged by rank 0)
   int trace_steps = 2;       // steps recorded after the first (warm-up) step
   int eval_batches = 0;      // > 0: train nothing; log the mean loss of this many global batches of data.path
+  // Set: train nothing; once the model is built and the checkpoint loaded, hand them to this (one
+  // rank, p = v = 1: the whole model in one chunk) and return. `ptdp-host sample` uses it.
+  std::function<void(LayerKernels&, ModelChunk&, const ModelSpec&)> use_loaded_model;
 };
 
 enum class TrainOutcome {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "buffer_memory.hpp"
 
@@ -40,8 +41,9 @@ class CudaMemory final : public BufferMemory {
  public:
   CudaMemory(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
   ~CudaMemory() override {
+    for (void* p : retired_) (void)cudaFree(p);  // teardown: nothing left to report to
     for (void* p : {scratch_, staging_})
-      if (p) (void)cudaFree(p);  // teardown: nothing left to report to
+      if (p) (void)cudaFree(p);
   }
 
   ucs_memory_type_t ucx_type() const override { return UCS_MEMORY_TYPE_CUDA; }
@@ -94,13 +96,18 @@ class CudaMemory final : public BufferMemory {
   }
 
  private:
+  // A smaller buffer is kept, not freed, until this memory goes: peers sent from it hold CUDA IPC
+  // mappings of it in UCX's cuda_ipc cache, and the driver handing its address out again would
+  // make their next mapping of this rank's memory fail. Doubling bounds what is kept to the size
+  // of the largest buffer.
   char* grow(void*& buffer, size_t& capacity, size_t bytes) {
     if (capacity < bytes) {
-      if (buffer) UCX_CUDA_CHECK(cudaFree(buffer));
-      buffer = nullptr;
-      capacity = 0;
-      UCX_CUDA_CHECK(cudaMalloc(&buffer, bytes));
-      capacity = bytes;
+      const size_t size = std::max(bytes, 2 * capacity);
+      void* bigger = nullptr;
+      UCX_CUDA_CHECK(cudaMalloc(&bigger, size));
+      if (buffer) retired_.push_back(buffer);
+      buffer = bigger;
+      capacity = size;
     }
     return static_cast<char*>(buffer);
   }
@@ -111,6 +118,7 @@ class CudaMemory final : public BufferMemory {
   size_t scratch_bytes_ = 0;
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
+  std::vector<void*> retired_;
 };
 
 }  // namespace

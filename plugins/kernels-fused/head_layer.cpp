@@ -107,4 +107,20 @@ void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
 
 void FusedHead::release(int slot) { saved_.release(slot); }
 
+void FusedHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
+  const ModelSpec& m = backend_->model();
+  backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head logits: in");
+  backend_->expect(logits, DType::F32, MemoryKind::Cuda, {m.seq_len, m.micro_batch, vocab_rows_}, "head logits: logits");
+  backend_->activate();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  auto xn = allocate_buffer<bf16>(backend_->arena(), size_t(tokens * h));
+  auto stats = allocate_buffer<float>(backend_->arena(), size_t(2 * tokens));
+  layer_norm_forward(in.as<const bf16>(), ln_weight_->master(), ln_bias_->master(), xn.get(), stats.get(),
+                     stats.get() + tokens, tokens, h, m.layernorm_eps, backend_->kernels());
+  // fp32 straight from the GEMM's accumulator: sampling compares logits, bf16 would tie many.
+  // Column-major: logits^T[V/t, tokens] = word(h x V/t as stored)^T * xn^T(h x tokens).
+  backend_->gemm().matmul(true, false, vocab_rows_, tokens, h, word_->working(), h, xn.get(), h, logits.as<float>(),
+                          CUDA_R_32F, vocab_rows_, 0.0f, nullptr);
+}
+
 }  // namespace ptdp::fused

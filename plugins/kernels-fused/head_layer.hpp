@@ -17,6 +17,7 @@ class FusedHead final : public HeadLayer {
   void forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss, bool save) override;
   void backward(const MicroBatch& mb, float loss_scale, Tensor din) override;
   void release(int slot) override;
+  void logits(const MicroBatch& mb, const Tensor& in, Tensor logits) override;
 
  private:
   struct Activations;

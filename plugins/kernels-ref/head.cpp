@@ -77,4 +77,16 @@ void RefHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
 
 void RefHead::release(int slot) { saved_.release(slot); }
 
+void RefHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
+  const Partition& p = *part_;
+  const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
+  const int64_t n = p.tokens(), vl = p.local_vocab();
+  check_host_tensor(in, DType::F32, {s, b, h}, "head logits: in");
+  check_host_tensor(logits, DType::F32, {s, b, vl}, "head logits: logits");
+  std::vector<float> ln(n * h), mean(n), rstd(n);
+  layer_norm_forward(ln.data(), mean.data(), rstd.data(), in.as<float>(), ln_weight_->value(), ln_bias_->value(), n,
+                     h, p.model.layernorm_eps);
+  linear_forward(logits.as<float>(), ln.data(), word_->value(), nullptr, n, h, vl);
+}
+
 }  // namespace ptdp::kref

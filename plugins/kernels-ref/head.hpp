@@ -30,6 +30,7 @@ class RefHead final : public HeadLayer {
                bool save) override;
   void backward(const MicroBatch& mb, float loss_scale, Tensor din) override;
   void release(int slot) override;
+  void logits(const MicroBatch& mb, const Tensor& in, Tensor logits) override;
 
  private:
   std::shared_ptr<const Partition> part_;

@@ -12,6 +12,8 @@
 #   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
+#   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
+#            micro-batch 4 against 8 at global batch 8 (the same model trained either way)
 #   largest  the largest model that trains, with and without full recomputation
 # Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
 # ($RESULTS: $OUT when set, else ./gpu-out).
@@ -226,6 +228,24 @@ bench)
   python3 "$B/bench/torch_gpt.py" --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 51200 \
     --micro-batch 4 --steps 10 --compile > "$OUT/torch-compile-b4.json" 2> "$OUT/torch-compile-b4.log" || tail -5 "$OUT/torch-compile-b4.log"
   row "pytorch torch.compile 1.3B b=4: TFLOP/s per GPU" "$(torch_result "$OUT/torch-compile-b4.json")"
+  ;;
+ab)
+  # Each comparison in one ptdp-host ab: arms interleaved A B B A …, so the GPU's clock and
+  # temperature drift falls on both arms alike. AB_ROUNDS sets the jobs per arm.
+  rounds=${AB_ROUNDS:-4}
+  "$HOST" ab examples/gpt-1gpu.toml --rounds $rounds --steps 10 --warmup 3 --out "$OUT/ab-attention" \
+    --arm flash --set 'plugins.options.kernels.attention="flash"' \
+    --arm unfused --set 'plugins.options.kernels.attention="unfused"' > "$OUT/ab-attention.log" 2>&1
+  row "ab: flash vs unfused attention, 1.3B b=4" "exit $?"
+  "$HOST" ab examples/gpt-1gpu.toml --set parallel.global_batch=8 --rounds $rounds --steps 10 --warmup 3 \
+    --out "$OUT/ab-microbatch" --arm b4 --set parallel.micro_batch=4 --arm b8 --set parallel.micro_batch=8 \
+    > "$OUT/ab-microbatch.log" 2>&1
+  row "ab: micro-batch 4 vs 8, 1.3B B=8" "exit $?"
+  for r in ab-attention ab-microbatch; do
+    [ -f "$OUT/$r/report.md" ] && cp "$OUT/$r/report.md" "$RESULTS/$r.md" && cp "$OUT/$r/report.svg" "$RESULTS/$r.svg";
+    [ -f "$OUT/$r/report.md" ] && cat "$OUT/$r/report.md" | tee -a "$table"
+    [ -f "$OUT/$r/report.md" ] || tail -5 "$OUT/$r.log"
+  done
   ;;
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.

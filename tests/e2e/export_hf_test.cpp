@@ -21,13 +21,18 @@ std::string python_output(const std::string& args) {
 
 bool torch_importable() { return std::system((std::string(kPython) + " -c 'import torch, numpy' 2>/dev/null").c_str()) == 0; }
 
+// Three steps under p = 2, t = 2, saved to `dir`: every tensor of the export is read from shards.
+HostRun train_on_four_ranks(const TinyGptWorkspace& ws, const std::string& dir) {
+  return ws.run({"run.steps=3", "checkpoint.every=3", "parallel.pipeline=2", "parallel.tensor=2",
+                 "checkpoint.dir=\"" + dir + "\""},
+                4);
+}
+
 TEST(ExportHf, TheExportedModelGivesPtdpsLossOnTheSameTokens) {
   if (!torch_importable()) GTEST_SKIP() << kPython << " cannot import torch (Debian: apt install python3-torch)";
   TinyGptWorkspace ws;
   const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf", tokens = ws.dir() + "/sequence.txt";
-  const HostRun trained = ws.run({"run.steps=3", "checkpoint.every=3", "parallel.pipeline=2", "parallel.tensor=2",
-                                  "checkpoint.dir=\"" + dir + "\""},
-                                 4);
+  const HostRun trained = train_on_four_ranks(ws, dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   // One sequence of seq_len + 1 = 17 bytes: every window ptdp samples from it is the whole file.
   std::ofstream(tokens) << "the quick brown f";
@@ -42,6 +47,41 @@ TEST(ExportHf, TheExportedModelGivesPtdpsLossOnTheSameTokens) {
   const double hf_loss = std::atof(hf_output.c_str());
   ASSERT_GT(hf_loss, 0) << hf_output;
   EXPECT_NEAR(hf_loss, ptdp_loss, 1e-4 * ptdp_loss) << hf_output;
+}
+
+std::vector<double> numbers_in(const std::string& text) {
+  static const std::regex number(R"(-?[0-9.]+(e[-+]?[0-9]+)?)");
+  std::vector<double> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it)
+    out.push_back(std::stod(it->str()));
+  return out;
+}
+
+// The same folder loaded by transformers' own GPT2LMHeadModel.from_pretrained: its logits at the
+// end of a prompt are the ones `ptdp-host sample` draws from.
+TEST(ExportHf, TransformersLoadsTheFolderAndGivesPtdpsLogits) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf", logits = ws.dir() + "/logits.jsonl";
+  const HostRun trained = train_on_four_ranks(ws, dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
+  const std::string prompt = "116,104,101,32,113,117,105,99,107,32,98,114,111,119,110";  // "the quick brown"
+  const CommandResult sampled =
+      run_host_command("sample " + dir + " --prompt-ids " + prompt + " --tokens 1 --temperature 0 --logits " + logits);
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.output;
+  std::ifstream line_file(logits);
+  std::string line;
+  ASSERT_TRUE(std::getline(line_file, line)) << "no logits written";
+  const std::vector<double> ptdp = numbers_in(line.substr(line.find('['), line.find(']') - line.find('[')));
+  const std::string python = std::string("PYTHONPATH=") + PTDP_SOURCE_DIR "/.deps/python " + kPython + " " +
+                             PTDP_SOURCE_DIR "/tests/e2e/hf_transformers_logits.py " + hf + " " + prompt;
+  const CommandResult hf_run = run_shell(python);
+  if (hf_run.exit_code == 3) GTEST_SKIP() << hf_run.output << " (scripts/setup.sh installs it into .deps/python)";
+  ASSERT_EQ(hf_run.exit_code, 0) << hf_run.output;
+  const std::vector<double> theirs = numbers_in(hf_run.output);
+  ASSERT_EQ(theirs.size(), 256u) << hf_run.output.substr(0, 300);
+  ASSERT_EQ(ptdp.size(), theirs.size()) << line.substr(0, 300);
+  for (size_t i = 0; i < ptdp.size(); ++i) EXPECT_NEAR(ptdp[i], theirs[i], 1e-4 * std::max(1.0, std::abs(theirs[i]))) << "id " << i;
 }
 
 std::string eval_loss(const std::string& dir, const std::string& tokens) {

@@ -1,15 +1,17 @@
 // The tokenizer travels with the run: a model trained on SentencePiece tokens records its
-// tokenizer in every step, `eval` encodes text with it and refuses tokens of another, `export hf`
-// writes it beside the weights, and a run whose data.tokenizer is not its data's is refused.
+// tokenizer in every step, `eval` encodes text with it and refuses tokens of another, `sample`
+// takes and gives text through it, `export hf` writes it beside the weights, and a run whose
+// data.tokenizer is not its data's is refused.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "data/tokenizer_record.hpp"
+#include "data/tokenizer.hpp"
 #include "host_run.hpp"
 
 namespace ptdp::test {
@@ -82,6 +84,27 @@ TEST_F(TokenizerTravels, EvalRefusesTokensOfAnotherTokenizer) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("and this run's data are tokens of byte-level (vocab 256)"), std::string::npos) << r.output;
+}
+
+TEST_F(TokenizerTravels, SampleTakesAndGivesTextThroughTheStepsTokenizer) {
+  // stdout (the sample alone) to a file; the log still comes back on stderr.
+  const std::string common = "{ " PTDP_TEST_HOST " sample " + dir + " --prompt 'In the beginning' --tokens 12 --seed 3";
+  const CommandResult as_ids = run_shell(common + " --ids > " + ws.dir() + "/ids.txt; }");
+  const CommandResult as_text = run_shell(common + " > " + ws.dir() + "/text.txt; }");
+  ASSERT_EQ(as_ids.exit_code, 0) << as_ids.output;
+  ASSERT_EQ(as_text.exit_code, 0) << as_text.output;
+  std::vector<int32_t> ids;
+  const auto tokenizer = open_tokenizer(model);
+  tokenizer->encode("In the beginning", ids);
+  const std::string prompt = tokenizer->decode(ids);
+  const size_t prompt_tokens = ids.size();
+  std::stringstream listed(read_text(ws.dir() + "/ids.txt"));
+  for (std::string id; std::getline(listed, id, ',');) ids.push_back(std::stoi(id));
+  ASSERT_EQ(ids.size(), prompt_tokens + 12) << "12 new token ids";
+  const std::string text = read_text(ws.dir() + "/text.txt");
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.substr(0, text.size() - 1), tokenizer->decode(ids).substr(prompt.size()))
+      << "the text is the decoded continuation of the same draws";
 }
 
 TEST_F(TokenizerTravels, ExportWritesTheTokenizerBesideTheWeights) {

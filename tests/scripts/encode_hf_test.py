@@ -16,7 +16,7 @@ import numpy as np
 try:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 except ModuleNotFoundError:
-    print("tokenizers is not installed (scripts/setup.sh installs it with pip)")
+    print("tokenizers is not installed (scripts/setup.sh puts it in .deps/python)")
     sys.exit(77)
 
 script, host, corpus = sys.argv[1:4]

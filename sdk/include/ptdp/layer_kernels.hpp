@@ -106,6 +106,10 @@ class HeadLayer {
   // global-batch mean).
   virtual void backward(const MicroBatch& mb, float loss_scale, Tensor din) = 0;
   virtual void release(int slot) = 0;
+  // For generation: the logits of this rank's vocabulary rows, F32 [s, b, padded_vocab / t] on
+  // the device (row r of the shard is vocabulary id tp_rank * padded_vocab / t + r; ids from
+  // vocab up are padding, their values meaningless). Saves nothing. Since ABI 1.2.
+  virtual void logits(const MicroBatch& mb, const Tensor& in, Tensor logits) = 0;
 };
 
 struct KernelsBinding {

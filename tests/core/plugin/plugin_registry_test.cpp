@@ -104,7 +104,7 @@ TEST(PluginRegistry, RefusesOtherAbiMajor) {
 
 TEST(PluginRegistry, RefusesNewerAbiMinor) {
   EXPECT_EQ(load_refusal("broken-abi-minor"),
-            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.1");
+            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.2");
 }
 
 TEST(PluginRegistry, RefusesACheckpointStoreBuiltBeforeItsInterfaceGrew) {
@@ -114,10 +114,17 @@ TEST(PluginRegistry, RefusesACheckpointStoreBuiltBeforeItsInterfaceGrew) {
                 "(rebuild it against this SDK)");
 }
 
+TEST(PluginRegistry, RefusesAKernelsPluginBuiltBeforeItsInterfaceGrew) {
+  EXPECT_EQ(load_refusal("broken-old-kernels", PluginKind::LayerKernels, "kernels"),
+            "plugin " + probe_file("broken-old-kernels") +
+                ": ABI mismatch: kernels plugin built for ABI 1.1, a kernels plugin needs 1.2 or later "
+                "(rebuild it against this SDK)");
+}
+
 TEST(PluginRegistry, RefusesTooSmallDescriptor) {
   EXPECT_EQ(load_refusal("broken-struct-size"),
             "plugin " + probe_file("broken-struct-size") + ": ABI mismatch: descriptor is " +
-                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.1) needs at least " +
+                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.2) needs at least " +
                 std::to_string(sizeof(PluginDescriptor)));
 }
 
@@ -164,13 +171,13 @@ TEST(PluginRegistry, DiscoverListsLoadedAndRefusedFiles) {
     EXPECT_EQ(by_file[file]->error, "");
   }
   for (const char* bad : {"broken-no-entry", "broken-abi-major", "broken-abi-minor", "broken-struct-size",
-                          "broken-toolchain", "broken-schema", "broken-not-elf", "broken-old-store"}) {
+                          "broken-toolchain", "broken-schema", "broken-not-elf", "broken-old-store", "broken-old-kernels"}) {
     const std::string file = std::string("libptdp-") + bad + ".so";
     ASSERT_TRUE(by_file.count(file)) << file;
     EXPECT_EQ(by_file[file]->descriptor, nullptr);
     EXPECT_EQ(by_file[file]->error.rfind("plugin " + probe_file(bad) + ": ", 0), 0u) << by_file[file]->error;
   }
-  EXPECT_EQ(found.size(), 11u);
+  EXPECT_EQ(found.size(), 12u);
 }
 
 }  // namespace

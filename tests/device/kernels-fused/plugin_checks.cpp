@@ -192,6 +192,7 @@ struct ModelRun {
   double loss = 0;
   std::vector<std::vector<double>> forward;   // embedding output, then each block's output
   std::vector<std::vector<double>> backward;  // gradient of each block's input, then of the head's input
+  std::vector<double> logits;                  // HeadLayer::logits of the last block's output (generation)
   Named grads;
   std::vector<ParamRef> params;
   std::shared_ptr<EmbeddingLayer> embedding;
@@ -227,6 +228,8 @@ ModelRun run_model(LayerKernels& k, Communicator* tp, int tp_rank, int tp_size, 
   run.embedding->forward(in.mb, host_ids(in.tokens, m), acts[0].view, true);
   for (int i = 0; i < m.layers; ++i) run.blocks[size_t(i)]->forward(in.mb, acts[size_t(i)].view, acts[size_t(i + 1)].view, true);
   run.head->forward(in.mb, acts[size_t(m.layers)].view, host_ids(in.targets, m), loss.view, true);
+  OwnedTensor logits = k.allocate({m.seq_len, m.micro_batch, m.padded_vocab / tp_size}, DType::F32);
+  run.head->logits(in.mb, acts[size_t(m.layers)].view, logits.view);
   run.head->backward(in.mb, 0.5f, grads[size_t(m.layers)].view);
   for (int i = m.layers - 1; i >= 0; --i)
     run.blocks[size_t(i)]->backward(in.mb, grads[size_t(i + 1)].view, grads[size_t(i)].view);
@@ -234,6 +237,7 @@ ModelRun run_model(LayerKernels& k, Communicator* tp, int tp_rank, int tp_size, 
   k.synchronize();
 
   run.loss = download(k, loss.view)[0];
+  run.logits = download(k, logits.view);
   for (int i = 0; i <= m.layers; ++i) {
     run.forward.push_back(download(k, acts[size_t(i)].view));
     run.backward.push_back(download(k, grads[size_t(i)].view));
@@ -262,6 +266,7 @@ void compare_descriptions(Checks& checks, const std::string& name, const ModelRu
 void compare_runs(Checks& checks, const std::string& name, const ModelRun& fused, const ModelRun& ref) {
   compare_descriptions(checks, name, fused, ref);
   checks.close(name + " loss", {fused.loss}, {ref.loss}, kModelLossTolerance);
+  checks.close(name + " logits", fused.logits, ref.logits, kModelActivationTolerance);
   for (size_t i = 0; i < ref.forward.size(); ++i)
     checks.close(name + (i == 0 ? " embedding output" : " block " + std::to_string(i - 1) + " output"), fused.forward[i],
                  ref.forward[i], kModelActivationTolerance);
@@ -339,6 +344,12 @@ void check_model_tp2(Checks& checks, const std::string& dir, const std::string& 
     }
     place(merged.grads[p.name], slice(mine, p), p);
   }
+  // Each rank's logits are its half of the vocabulary columns of every token's row.
+  const size_t half = runs[0].logits.size() / size_t(in.model.seq_len * in.model.micro_batch);
+  merged.logits.clear();
+  for (size_t row = 0; row * half < runs[0].logits.size(); ++row)
+    for (const ModelRun& run : runs)
+      merged.logits.insert(merged.logits.end(), run.logits.begin() + long(row * half), run.logits.begin() + long((row + 1) * half));
   checks.close("model (" + path + ", tp=2) loss equal on both ranks", {runs[1].loss}, {runs[0].loss}, 0.0);
   compare_runs(checks, "model (" + path + ", tp=2)", merged, r);
 }

@@ -132,6 +132,59 @@ TEST(KernelsRefHead, SharesTheWordMatrixWhenTiedAndOwnsACopyOtherwise) {
   EXPECT_GT(k.sum_squares({dx.view}), 0.0);
 }
 
+// Generation reads the logits the loss is made of: their cross entropy is the forward's loss, on
+// one rank and on each vocabulary shard of a padded two-rank head.
+TEST(KernelsRefHead, LogitsAreTheOnesTheLossIsMadeOf) {
+  ModelSpec m = tiny();
+  m.vocab = 9;  // padded to 10 at t = 2: rank 1's last row is padding
+  const int64_t n = m.seq_len * m.micro_batch;
+  const TensorMap global = [&] {
+    RefKernels k;
+    k.bind({m, 0, 1, nullptr, 0});
+    auto head = k.make_head(nullptr);
+    return make_initial_weights(head->parameters(), 1);
+  }();
+  std::vector<int32_t> targets{1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<float> input(n * m.hidden);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = std::sin(0.3f * i);
+  std::vector<std::vector<float>> logits(2);
+  std::vector<float> loss(2);
+  ThreadGroup group(2, "tp");
+  run_ranks(group, [&](int r) {
+    RefKernels k;
+    k.bind({m, r, 2, group.rank(r), 0});
+    auto head = k.make_head(nullptr);
+    load(head->parameters(), global);
+    const Tensor x{input.data(), DType::F32, {m.seq_len, m.micro_batch, m.hidden}, {}};
+    OwnedTensor out = k.allocate({m.seq_len, m.micro_batch, m.padded_vocab / 2}, DType::F32);
+    OwnedTensor l = k.allocate({1}, DType::F32);
+    head->logits({0, 0, 0, false}, x, out.view);
+    head->forward({0, 0, 0, false}, x, ids(targets, m), l.view, false);
+    logits[r] = values(out.view);
+    loss[r] = l.view.as<float>()[0];
+  });
+  EXPECT_EQ(loss[0], loss[1]);
+  const int64_t rows = m.padded_vocab / 2;
+  double sum = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<double> row;
+    for (int r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < rows; ++c)
+        if (r * rows + c < m.vocab) row.push_back(logits[r][t * rows + c]);
+    double max = row[0], z = 0;
+    for (double v : row) max = std::max(max, v);
+    for (double v : row) z += std::exp(v - max);
+    sum += std::log(z) + max - row[targets[t]];
+  }
+  EXPECT_NEAR(sum / n, loss[0], 1e-5);
+  std::vector<float> wrong{1.0f};
+  RefKernels k;
+  k.bind({m, 0, 1, nullptr, 0});
+  EXPECT_ERROR(k.make_head(nullptr)->logits({}, Tensor{input.data(), DType::F32, {m.seq_len, m.micro_batch, m.hidden}, {}},
+                                            Tensor{wrong.data(), DType::F32, {1}, {}}),
+               "head logits: logits");
+}
+
 TEST(KernelsRefBlock, OutputMayBeTheInputBuffer) {
   ModelSpec m = tiny();
   m.dropout = 0.1f;
