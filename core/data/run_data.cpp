@@ -61,6 +61,41 @@ BatchSampler RunData::validation_batches(int seq_len, uint64_t seed, double val_
   return BatchSampler(train, seq_len, seed, Split::Validation, val_fraction);
 }
 
+namespace {
+
+nlohmann::json corpus_record(const TokenCorpus& corpus) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const TokenDataset& file : corpus.files()) files.push_back({{"path", file.path()}, {"tokens", file.size()}});
+  return files;
+}
+
+// "3 files, 1200 tokens" for one list of files of a record.
+std::string files_and_tokens(const nlohmann::json& files) {
+  int64_t tokens = 0;
+  for (const nlohmann::json& file : files) tokens += file.value("tokens", int64_t{0});
+  return fmt::format("{} file{}, {} tokens", files.size(), files.size() == 1 ? "" : "s", tokens);
+}
+
+}  // namespace
+
+nlohmann::json RunData::record() const {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const SamplerSource& source : train) sources.push_back({{"weight", source.weight}, {"files", corpus_record(source.corpus)}});
+  return {{"train", sources}, {"validation", validation ? corpus_record(*validation) : nlohmann::json::array()}};
+}
+
+std::string data_change(const nlohmann::json& saved, const nlohmann::json& now) {
+  if (saved == now) return "";
+  auto describe = [](const nlohmann::json& record) {
+    std::vector<std::string> parts;
+    for (const nlohmann::json& source : record.value("train", nlohmann::json::array()))
+      parts.push_back(files_and_tokens(source.value("files", nlohmann::json::array())));
+    return fmt::format("training {}, validation {}", fmt::join(parts, " + "),
+                       files_and_tokens(record.value("validation", nlohmann::json::array())));
+  };
+  return fmt::format("it was trained on {}, the data are now {}", describe(saved), describe(now));
+}
+
 BatchSampler RunData::everything(int seq_len, uint64_t seed) const {
   return BatchSampler::whole(train, seq_len, seed, Split::Train);
 }

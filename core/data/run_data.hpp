@@ -2,6 +2,9 @@
 // RunData: the token files a run's [data] table names, opened and checked together, and the
 // samplers that draw its training, validation and evaluation batches from them.
 #include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "data/batch_sampler.hpp"
@@ -24,6 +27,13 @@ struct RunData {
   BatchSampler validation_batches(int seq_len, uint64_t seed, double val_fraction) const;
   // Every token of the training data: what `ptdp-host eval` scores.
   BatchSampler everything(int seq_len, uint64_t seed) const;
+
+  // The files and their token counts, source by source: what a checkpoint step records, so a
+  // resumed run can tell whether it still draws from the data it was trained on.
+  nlohmann::json record() const;
 };
+
+// How `now` differs from `saved` (two record()s), in a few words; empty when they are the same.
+std::string data_change(const nlohmann::json& saved, const nlohmann::json& now);
 
 }  // namespace ptdp

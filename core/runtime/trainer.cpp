@@ -133,6 +133,7 @@ class RankTrainer {
   std::vector<ParamRef> params_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
+  nlohmann::json data_record_;              // RunData::record(), recorded in every step saved
   RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
 };
 
@@ -162,6 +163,14 @@ int64_t RankTrainer::open_checkpoints() {
   CheckpointManager& from = source ? *source : *checkpoints_;
   const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
   check_resumed_tokenizer(saved, tokenizer_, fmt::format("{} step {}", resume->dir, resume->step));
+  // Batches are drawn over the files in order: other files mean other batches from here on.
+  // (eval scores other data on purpose.)
+  if (id_.rank == 0 && options_.eval_batches == 0 && saved.is_object() && saved.contains("data") &&
+      !data_record_.is_null())
+    if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
+      spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones the "
+                   "first run would have drawn",
+                   resume->step, change);
   from.load(resume->step, params_);
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
@@ -183,6 +192,7 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
       {"config", run_config_json(cfg_)},
       {"schedule", schedule_record(schedule_)}};
   if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
+  if (!data_record_.is_null()) metadata["data"] = data_record_;
   checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
@@ -321,6 +331,7 @@ TrainOutcome RankTrainer::run() {
   if (!options_.use_loaded_model) {
     data.emplace(RunData::open(cfg_));
     tokenizer_ = run_tokenizer(cfg_, *data);
+    data_record_ = data->record();
   }
   const int64_t first_step = open_checkpoints();
   if (options_.use_loaded_model) {
