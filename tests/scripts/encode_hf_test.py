@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/encode_hf.py against this build: a Hugging Face BPE tokenizer trained here on the shipped
 corpus (nothing is downloaded) encodes JSONL, text and a folder into the files `ptdp-host data
-encode` writes; every token is what the tokenizer gives; bad input writes nothing.
+encode` writes; every token is what the tokenizer gives; a run on them carries the tokenizer.json
+into its checkpoint and `export hf` writes it; bad input writes nothing.
 
 Usage: encode_hf_test.py SCRIPT PTDP_HOST CORPUS. Exits 77 (skipped) when `tokenizers` is missing."""
 import json
@@ -88,6 +89,40 @@ with tempfile.TemporaryDirectory() as d:
 
     info = subprocess.run([host, "data", "info", str(files[1])], capture_output=True, text=True)
     check("made by  huggingface tokenizer.json (vocab 1000, end of document 0" in info.stdout, f"data info: {info.stdout}")
+
+    # A run on those shards with data.tokenizer = tokenizer.json carries it into its checkpoint, and
+    # export hf writes it beside the weights.
+    plugins = Path(host).resolve().parent.parent / "lib" / "ptdp"
+    (d / "run.toml").write_text(f"""
+[run]
+steps = 1
+[model]
+layers = 2
+hidden = 16
+heads = 2
+seq_len = 16
+vocab = 1000
+[data]
+path = "light_train_*.bin"
+val_path = "light_val.bin"
+tokenizer = "tokenizer.json"
+val_every = 1
+[checkpoint]
+dir = "ckpt"
+every = 1
+[plugins]
+search_path = ["{plugins}"]
+""")
+    trained = subprocess.run([host, "run", str(d / "run.toml")], capture_output=True, text=True)
+    check(trained.returncode == 0, f"a run on the shards: {trained.stdout}{trained.stderr}")
+    exported = subprocess.run([host, "export", "hf", str(d / "ckpt"), str(d / "hf")], capture_output=True, text=True)
+    check(exported.returncode == 0, f"export hf: {exported.stdout}{exported.stderr}")
+    check((d / "hf" / "tokenizer.json").exists() and
+          (d / "hf" / "tokenizer.json").read_bytes() == tokenizer_json.read_bytes(), "export hf writes tokenizer.json")
+    small = subprocess.run([host, "run", str(d / "run.toml"), "--set", "model.vocab=999", "--set", 'checkpoint.dir=""',
+                            "--set", "checkpoint.every=0"], capture_output=True, text=True)
+    check(small.returncode != 0 and "larger than the model's vocabulary of 999" in small.stdout + small.stderr,
+          f"a vocabulary larger than model.vocab is refused: {small.stdout}{small.stderr}")
 
     (d / "bad.jsonl").write_text('{"text": "fine"}\n{"body": "no text"}\n')
     r = run(str(d / "books"), str(d / "bad.jsonl"), str(d / "bad.bin"), "--tokenizer", str(tokenizer_json),
