@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+
 #include "data/data_files.hpp"
 #include "ptdp/error.hpp"
 
@@ -9,18 +14,43 @@ namespace ptdp {
 
 namespace {
 
-std::vector<TokenDataset> open_files(const std::string& entry, const std::string& key, const std::string& format) {
+// Opening a file reads every token once (to check them against the vocabulary), so a hundred
+// shards are opened on every core. A failure names the first bad file in order, as a loop would.
+std::vector<TokenDataset> open_in_parallel(const std::vector<std::string>& paths, const std::string& format) {
+  std::vector<std::optional<TokenDataset>> opened(paths.size());
+  std::vector<std::exception_ptr> failures(paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < paths.size();) {
+      try {
+        opened[i] = TokenDataset::open(paths[i], format);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t workers = std::min<size_t>(paths.size(), std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& thread : threads) thread.join();
   std::vector<TokenDataset> files;
-  for (const std::string& path : data_files(entry, key)) files.push_back(TokenDataset::open(path, format));
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (failures[i]) std::rethrow_exception(failures[i]);
+    files.push_back(std::move(*opened[i]));
+  }
   return files;
 }
 
+std::vector<TokenDataset> open_files(const std::string& entry, const std::string& key, const std::string& format) {
+  return open_in_parallel(data_files(entry, key), format);
+}
+
 TokenCorpus open_all(const std::vector<std::string>& entries, const std::string& key, const std::string& format) {
-  std::vector<TokenDataset> files;
+  std::vector<std::string> paths;
   for (size_t i = 0; i < entries.size(); ++i)
-    for (TokenDataset& file : open_files(entries[i], fmt::format("{}[{}]", key, i), format))
-      files.push_back(std::move(file));
-  return TokenCorpus(std::move(files));
+    for (std::string& path : data_files(entries[i], fmt::format("{}[{}]", key, i))) paths.push_back(std::move(path));
+  return TokenCorpus(open_in_parallel(paths, format));
 }
 
 }  // namespace
