@@ -34,8 +34,8 @@ void check_plugins(const RunConfig& config) {
   // A scheduler only plans, so it can run here: its schedule for this layout is verified now
   // rather than after every other arm has run.
   const PluginInfo& scheduler_info = registry.load(config.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  auto scheduler = create_plugin<Scheduler>(scheduler_info, config.plugins.options.at("scheduler"), 0,
-                                            config.parallel.world_size());
+  auto scheduler = create_plugin<Scheduler>(scheduler_info, config.plugins.options.at("scheduler"),
+                                            PluginPlace{0, config.parallel.world_size()});
   plan_schedule(*scheduler, {config.parallel.pipeline, config.parallel.virtual_stages, config.parallel.microbatches()});
 }
 

@@ -78,6 +78,11 @@ CheckpointManager::CheckpointManager(std::shared_ptr<CheckpointStore> store, Lay
 
 void CheckpointManager::save(int64_t step, const std::vector<ParamRef>& params, const std::string& metadata_json,
                              const std::function<void()>& barrier) {
+  write(step, params);
+  commit(step, metadata_json, barrier);
+}
+
+void CheckpointManager::write(int64_t step, const std::vector<ParamRef>& params) {
   // Every parameter is checked before the first write, so bad input leaves nothing half written.
   std::vector<std::pair<ShardInfo, const Tensor*>> to_write;
   for (const ParamRef& p : params) {
@@ -97,6 +102,9 @@ void CheckpointManager::save(int64_t step, const std::vector<ParamRef>& params, 
     refuse_non_finite(step, info.name, host);
     store_->write_shard(step, role_.rank, info, host.data());
   }
+}
+
+void CheckpointManager::commit(int64_t step, const std::string& metadata_json, const std::function<void()>& barrier) {
   store_->finish_rank(step, role_.rank);
   barrier();
   if (role_.rank == 0) store_->commit(step, role_.world_size, metadata_json);
@@ -120,6 +128,16 @@ std::vector<int64_t> CheckpointManager::keep_newest(int keep) {
 }
 
 void CheckpointManager::load(int64_t step, const std::vector<ParamRef>& params) {
+  check(step, params);
+  read(step, params);
+  kernels_.params_updated();
+}
+
+namespace {
+
+// Each parameter's tensors under their checkpoint names, with the region of the global tensor
+// this rank holds.
+std::vector<std::pair<ShardInfo, const Tensor*>> wanted(const std::vector<ParamRef>& params) {
   std::vector<std::pair<ShardInfo, const Tensor*>> to_read;
   for (const ParamRef& p : params) {
     ShardInfo want = local_part(p);
@@ -129,10 +147,25 @@ void CheckpointManager::load(int64_t step, const std::vector<ParamRef>& params) 
       to_read.emplace_back(want, tensor);
     }
   }
+  return to_read;
+}
+
+}  // namespace
+
+void CheckpointManager::check(int64_t step, const std::vector<ParamRef>& params) {
   const std::string in_step = " in checkpoint step " + std::to_string(step);
   std::map<std::string, ShardInfo> saved;
   for (ShardInfo& s : store_->shards(step)) saved.try_emplace(s.name, std::move(s));
-  for (const auto& [want, tensor] : to_read) {
+  // Names and shapes only: the caller may not hold the moments yet.
+  std::vector<ShardInfo> to_check;
+  for (const ParamRef& p : params) {
+    ShardInfo want = local_part(p);
+    for (const auto& [name, tensor] : saved_tensors(p)) {
+      want.name = name;
+      to_check.push_back(want);
+    }
+  }
+  for (const ShardInfo& want : to_check) {
     auto found = saved.find(want.name);
     if (found == saved.end()) throw Error("checkpoint: no tensor '" + want.name + "'" + in_step);
     const ShardInfo& s = found->second;
@@ -141,8 +174,12 @@ void CheckpointManager::load(int64_t step, const std::vector<ParamRef>& params) 
                   shape_string(s.global_shape) + in_step + ", the model's is f32 " +
                   shape_string(want.global_shape));
   }
+}
+
+void CheckpointManager::read(int64_t step, const std::vector<ParamRef>& params) {
+  const std::string in_step = " in checkpoint step " + std::to_string(step);
   std::vector<char> host;
-  for (const auto& [want, tensor] : to_read) {
+  for (const auto& [want, tensor] : wanted(params)) {
     host.resize(tensor->bytes());
     try {
       store_->read(step, want, host.data());
@@ -152,7 +189,6 @@ void CheckpointManager::load(int64_t step, const std::vector<ParamRef>& params) 
     kernels_.copy_from_host(*tensor, host.data());
     kernels_.synchronize();
   }
-  kernels_.params_updated();
 }
 
 std::string CheckpointManager::metadata(int64_t step) { return store_->metadata(step); }

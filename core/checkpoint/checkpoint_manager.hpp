@@ -27,6 +27,10 @@ class CheckpointManager {
   // rank 0 commits the step with `metadata_json`. The step is visible once rank 0 returns.
   void save(int64_t step, const std::vector<ParamRef>& params, const std::string& metadata_json,
             const std::function<void()>& barrier);
+  // save() in parts, for a caller that holds the moments of a few parameters at a time: write()
+  // any number of times (each parameter once), then commit() collectively.
+  void write(int64_t step, const std::vector<ParamRef>& params);
+  void commit(int64_t step, const std::string& metadata_json, const std::function<void()>& barrier);
 
   // The newest committed step, if any.
   std::optional<int64_t> latest_step();
@@ -41,6 +45,10 @@ class CheckpointManager {
   // saved it, then calls kernels.params_updated(). A tensor the step lacks, or holds with another
   // shape, fails with ptdp::Error naming the tensor and the step.
   void load(int64_t step, const std::vector<ParamRef>& params);
+  // load() in parts: check() every parameter first, so that a step of another model is refused
+  // before anything is overwritten, then read() them in any groups, then kernels.params_updated().
+  void check(int64_t step, const std::vector<ParamRef>& params);
+  void read(int64_t step, const std::vector<ParamRef>& params);
 
   std::string metadata(int64_t step);
 

@@ -16,7 +16,7 @@ void prepare_checkpoint_folder(const RunConfig& config) {
   if (dir.empty() && !elsewhere) return;
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
   const auto& info = registry.load(config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  auto make_store = [&] { return create_plugin<CheckpointStore>(info, config.plugins.options.at("checkpoint"), 0, 1); };
+  auto make_store = [&] { return create_plugin<CheckpointStore>(info, config.plugins.options.at("checkpoint")); };
   std::vector<int64_t> source_steps;
   if (elsewhere) {
     auto source = make_store();

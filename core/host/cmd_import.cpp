@@ -51,7 +51,7 @@ void import_hf(const ImportArgs& args) {
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
   auto store = create_plugin<CheckpointStore>(
       registry.load(config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint"),
-      config.plugins.options.at("checkpoint"), 0, 1);
+      config.plugins.options.at("checkpoint"));
   store->open(dir);
   if (const std::vector<int64_t> steps = store->list_steps(); !steps.empty())
     throw Error(fmt::format("checkpoint.dir {} holds committed steps {} of another run; import into an empty one",

@@ -57,7 +57,7 @@ void run_plan(const PlanOptions& options) {
     const auto& p = config.parallel;
     context = {options.manifest, options.cluster, &cluster, {config.model, p.global_batch, p.world_size()}};
     const PlanLayout given{p.pipeline,      p.tensor, p.data, p.micro_batch, p.virtual_stages, p.recompute == "full",
-                           false,           p.scatter_gather};
+                           p.distributed_optimizer, p.scatter_gather};
     PipelineSimulation simulation(options.plugin_paths);
     result = plan_layouts(context.request, given, cluster, simulation);
     if (!options.svg_file.empty())

@@ -13,6 +13,7 @@
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
 #include "manifest/manifest_loader.hpp"
+#include "profile/device_profiler_library.hpp"
 #include "runtime/stop_signal.hpp"
 #include "runtime/trainer.hpp"
 
@@ -42,6 +43,8 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
     if (!env || env->rank == 0) spdlog::error("{}", e.what());
     return kExitInvalidManifest;
   }
+  // --profile without a GPU, once before any rank starts rather than by every rank.
+  if (args.train.profile && (!env || env->rank == 0)) check_profilable(kernels_memory(config), config.plugins.kernels);
   // Bad data fails here, before any rank or plugin starts.
   run_tokenizer(config, RunData::open(config));
   // So does a checkpoint folder the run cannot use; once per job (our own launcher's ranks were
@@ -89,8 +92,12 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--metrics", args->train.metrics_path, "Write one JSON object per step to this .jsonl file");
   cmd->add_option("--trace", args->train.trace_path, "Write a Chrome/Perfetto trace of every rank's timeline");
-  cmd->add_option("--trace-steps", args->train.trace_steps, "Steps recorded in the trace, after one warm-up step")
+  cmd->add_option("--trace-steps", args->train.trace_steps,
+                  "Steps recorded in the trace and the profile, after one warm-up step")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--profile", args->train.profile,
+                "Record every GPU kernel and copy of the traced steps (CUPTI), print a table per rank, and add "
+                "one track per GPU stream to --trace (docs/profiling.md)");
   cmd->callback([args] {
     std::vector<std::string> argv = {"/proc/self/exe", "run", args->manifest};
     for (const auto& s : args->sets) argv.insert(argv.end(), {"--set", s});
@@ -98,6 +105,7 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
     if (!args->train.metrics_path.empty()) argv.insert(argv.end(), {"--metrics", args->train.metrics_path});
     if (!args->train.trace_path.empty()) argv.insert(argv.end(), {"--trace", args->train.trace_path});
     argv.insert(argv.end(), {"--trace-steps", std::to_string(args->train.trace_steps)});
+    if (args->train.profile) argv.push_back("--profile");
     const int code = run_command(*args, argv);
     if (code != 0) throw CLI::RuntimeError(code);
   });

@@ -64,7 +64,7 @@ ScheduleOutcome plan(const ScheduleOptions& options) {
     const PluginInfo& info = registry.load(options.scheduler, PluginKind::Scheduler, "scheduler");
     outcome.plugin_path = info.path;
     outcome.scheduler_name = info.descriptor->name;
-    scheduler = create_plugin<Scheduler>(info, toml::table{}, 0, 1);
+    scheduler = create_plugin<Scheduler>(info, toml::table{});
   } catch (const Error& e) {
     std::cerr << "schedule: " << e.what() << "\n";
     throw CLI::RuntimeError(2);

@@ -42,8 +42,8 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     // What the two plugins declare decides whether they can work together on these ranks; their
     // constructors touch no device, so this costs no GPU context in the launching process.
     slot_key = "plugins.comm";
-    auto communicator = create_plugin<Communicator>(*comm, config.plugins.options.at("comm"), 0, 1);
-    auto backend = create_plugin<LayerKernels>(*kernels, config.plugins.options.at("kernels"), 0, 1);
+    auto communicator = create_plugin<Communicator>(*comm, config.plugins.options.at("comm"));
+    auto backend = create_plugin<LayerKernels>(*kernels, config.plugins.options.at("kernels"));
     check_memory_pairing(backend->device().kind, communicator->memory_kinds(), config.plugins.kernels,
                          config.plugins.comm);
     slot_key = "launch.ranks_per_gpu";
@@ -57,7 +57,7 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     slot_key = "plugins.scheduler";
     const ScheduleShape shape{config.parallel.pipeline, config.parallel.virtual_stages,
                               config.parallel.microbatches()};
-    auto object = create_plugin<Scheduler>(*scheduler, config.plugins.options.at("scheduler"), 0, 1);
+    auto object = create_plugin<Scheduler>(*scheduler, config.plugins.options.at("scheduler"));
     const PipelineSchedule schedule = plan_schedule(*object, shape);
     lines.push_back(fmt::format("loaded       {} (options checked against their schemas)", loaded));
     lines.push_back(fmt::format("schedule     {} verified for p={} v={} m={}: peak activations on stage 0: {}",
@@ -69,6 +69,12 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     throw ManifestError(fmt::format("{}: {}: {}", config.source, slot_key, e.what()));
   }
   return lines;
+}
+
+MemoryKind kernels_memory(const RunConfig& config) {
+  PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
+  const PluginInfo& info = registry.load(config.plugins.kernels, PluginKind::LayerKernels, "kernels");
+  return create_plugin<LayerKernels>(info, config.plugins.options.at("kernels"))->device().kind;
 }
 
 }  // namespace ptdp::host

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <ptdp/tensor.hpp>
+
 #include "manifest/run_config.hpp"
 
 namespace ptdp::host {
@@ -15,6 +17,10 @@ namespace ptdp::host {
 // Lines for `validate` to print ("loaded       comm-ucx 1.0.0, ...", "schedule     ... verified").
 // Throws ManifestError "<manifest>: plugins.<slot>: <reason>" on the first problem.
 std::vector<std::string> check_manifest_plugins(const RunConfig& config);
+
+// What the manifest's kernels plugin computes in (its device kind), from a short-lived instance
+// that touches no device.
+MemoryKind kernels_memory(const RunConfig& config);
 
 // Exit status for a manifest that `validate` refuses; `run` exits with it too.
 inline constexpr int kExitInvalidManifest = 2;

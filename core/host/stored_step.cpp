@@ -15,7 +15,7 @@ StoredStep open_stored_step(const std::string& folder, int64_t wanted, const std
   PluginRegistry registry(PluginRegistry::default_search_path());
   StoredStep out;
   out.store = create_plugin<CheckpointStore>(registry.load(store_plugin, PluginKind::CheckpointStore, "checkpoint"),
-                                             toml::table{}, 0, 1);
+                                             toml::table{});
   out.store->open_existing(folder);
   const std::vector<int64_t> steps = out.store->list_steps();
   if (steps.empty()) throw Error(fmt::format("{}: no committed step", folder));

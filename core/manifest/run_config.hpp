@@ -35,6 +35,8 @@ struct RunConfig {
     bool scatter_gather = false;
     std::string recompute = "none";  // "none" | "full"
     int recompute_every = 1;         // with "full": checkpoint every c layers
+    bool distributed_optimizer = false;  // master state and Adam moments sharded over d (ZeRO-1)
+    int64_t bucket_elements = 40000000;  // gradients per data-parallel reduction (Megatron-Core's)
     int world_size() const { return tensor * pipeline * data; }
     int microbatches() const { return global_batch / (micro_batch * data); }  // m
   } parallel;

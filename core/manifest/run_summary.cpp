@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint/checkpoint_space.hpp"
 #include "manifest/model_math.hpp"
+#include "plan/memory_model.hpp"
 #include "schedule/schedule_simulator.hpp"
 
 namespace ptdp {
@@ -15,6 +17,26 @@ std::string with_unit(double n) {
   if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
   if (n >= 1e3) return fmt::format("{:.2f}K", n / 1e3);
   return fmt::format("{}", n);
+}
+
+// What one rank of the busier end stage holds of the model state, as the trainer allocates it:
+// fp32 master weights (also the working weights at fp32 precision), a bf16 working copy at bf16,
+// fp32 gradients and the two fp32 Adam moments, which the distributed optimizer divides by d.
+std::string model_state_per_rank(const RunConfig& c) {
+  const auto& p = c.parallel;
+  PlanLayout layout;
+  layout.pipeline = p.pipeline;
+  layout.tensor = p.tensor;
+  layout.data = p.data;
+  const double params = std::max(parameters_on_gpu(c.model, layout, 0), parameters_on_gpu(c.model, layout, p.pipeline - 1));
+  auto bytes = [&](double per_parameter) { return byte_size(static_cast<uint64_t>(params * per_parameter)); };
+  const bool bf16 = c.precision.params == "bf16";
+  const double moments = 8.0;
+  return fmt::format("{:.4g} parameters per rank: weights {} ({}), gradients {}, optimizer state {} without "
+                     "the distributed optimizer, {} with it (d = {}){}",
+                     params, bytes(bf16 ? 6 : 4), bf16 ? "fp32 masters and bf16 working copies" : "fp32", bytes(4),
+                     bytes(moments), bytes(moments / p.data), p.data,
+                     p.distributed_optimizer ? "; parallel.distributed_optimizer is on" : "");
 }
 
 }  // namespace
@@ -41,6 +63,7 @@ std::string describe_run(const RunConfig& c) {
                                  with_unit(static_cast<double>(params))));
   line("flops/step", fmt::format("{:.3e} (paper Eq. 3, {} recomputation)", flops_per_step(c),
                                  recompute ? "with full" : "without"));
+  line("memory", model_state_per_rank(c));
   line("plugins", fmt::format("comm {}, kernels {}, scheduler {}, checkpoint {}", c.plugins.comm, c.plugins.kernels,
                               c.plugins.scheduler, c.plugins.checkpoint));
   for (const std::string& note : c.notes) line("note", note);

@@ -5,7 +5,8 @@
 namespace ptdp {
 namespace {
 
-constexpr double kWeightBytes = 2, kGradientBytes = 4, kOptimizerBytes = 12;  // per parameter
+constexpr double kWeightBytes = 2, kGradientBytes = 4;  // per parameter
+constexpr double kMasterBytes = 4, kMomentBytes = 8;    // the optimizer state
 constexpr double kActivationBytes = 2;                                        // 16-bit activations
 constexpr double kLogitBytes = 4;                                             // fp32 logits
 
@@ -49,7 +50,7 @@ MemoryBreakdown memory_per_gpu(const RunConfig::Model& m, const PlanLayout& layo
     const double params = parameters_on_gpu(m, layout, stage);
     b.weights = params * kWeightBytes;
     b.gradients = params * kGradientBytes;
-    b.optimizer_state = params * kOptimizerBytes / (layout.distributed_optimizer ? layout.data : 1);
+    b.optimizer_state = params * (kMasterBytes + kMomentBytes / (layout.distributed_optimizer ? layout.data : 1));
     b.workspace = cluster.workspace_bytes;
     if (peak_activations.empty()) {  // the model state alone
       if (b.total() > busiest.total()) busiest = b;

@@ -36,7 +36,7 @@ std::shared_ptr<const std::vector<InstructionStream>> PipelineSimulation::stream
   const std::string name = scheduler_for(shape);
   auto& scheduler = schedulers_[name];
   if (!scheduler)
-    scheduler = create_plugin<Scheduler>(registry_.load(name, PluginKind::Scheduler, "scheduler"), toml::table{}, 0, 1);
+    scheduler = create_plugin<Scheduler>(registry_.load(name, PluginKind::Scheduler, "scheduler"), toml::table{});
   PipelineSchedule schedule = plan_schedule(*scheduler, shape);
   peaks_[key_of(shape)] = schedule.report.peak_activations;
   auto streams = std::make_shared<const std::vector<InstructionStream>>(std::move(schedule.streams));

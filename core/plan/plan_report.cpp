@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "manifest/model_math.hpp"
+#include "plan/memory_model.hpp"
 
 namespace ptdp {
 namespace {
@@ -85,12 +86,10 @@ const PlanCandidate* fastest_other_shape(const PlanResult& result) {
   return nullptr;
 }
 
-// The distributed optimizer is a dimension of the search because the model of it is simple
-// (docs/planning.md); the manifest has no key for it until ptdp implements it.
+// What a layout marked dist-opt sets, in the manifest's words.
 constexpr const char* kDistributedOptimizerNote =
-    "dist-opt (the distributed optimizer: master weights and Adam moments sharded over d, gradients reduce-scattered "
-    "and weights all-gathered) is modelled, but ptdp does not implement it yet: the manifest has no "
-    "parallel.distributed_optimizer key";
+    "dist-opt is parallel.distributed_optimizer = true: Adam moments sharded over d, gradients reduce-scattered and "
+    "the fp32 master weights all-gathered after each step";
 
 }  // namespace
 
@@ -139,6 +138,17 @@ std::string plan_text(const PlanContext& context, const PlanResult& result, int 
                        c.tflops_per_gpu);
   };
   row("given", result.given);
+  {
+    // The given layout's model state both ways, whatever the manifest chose.
+    PlanLayout without = result.given.layout, with = result.given.layout;
+    without.distributed_optimizer = false;
+    with.distributed_optimizer = true;
+    const MemoryBreakdown a = memory_per_gpu(r.model, without, *context.spec, {});
+    const MemoryBreakdown b = memory_per_gpu(r.model, with, *context.spec, {});
+    out += fmt::format("      given, per GPU of stage {}: weights {} + gradients {} GiB, optimizer state {} GiB without the "
+                       "distributed optimizer, {} GiB with it\n",
+                       a.stage, gib(a.weights), gib(a.gradients), gib(a.optimizer_state), gib(b.optimizer_state));
+  }
   const int shown = std::min<int>(top, static_cast<int>(result.candidates.size()));
   for (int i = 0; i < shown; ++i) row(std::to_string(i + 1), result.candidates[i]);
   int fitting = 0;
@@ -172,7 +182,6 @@ nlohmann::json plan_json(const PlanContext& context, const PlanResult& result) {
           {"given", candidate_json(result.given)},
           {"best", best ? candidate_json(*best) : nlohmann::json()},
           {"why", why_best_wins(result)},
-          {"distributed_optimizer_implemented", false},
           {"notes", {kDistributedOptimizerNote}},
           {"candidates", std::move(candidates)}};
 }

@@ -102,7 +102,7 @@ StepTimeBreakdown step_time(const RunConfig::Model& m, int global_batch, const P
   const LinkSpec dp_link = group_link(c, l.data, l.tensor);
   t.data_parallel = l.distributed_optimizer
                         ? all_gather_seconds(params * kGradientBytes, l.data, dp_link) +
-                              all_gather_seconds(params * kActivationBytes, l.data, dp_link)
+                              all_gather_seconds(params * kGradientBytes, l.data, dp_link)  // fp32 masters
                         : all_reduce_seconds(params * kGradientBytes, l.data, dp_link);
   // Adam reads master weights, gradient and both moments and writes three of them back plus the
   // bf16 working copy (30 bytes per parameter); the gradient norm reads the gradients (4).

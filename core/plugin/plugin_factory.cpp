@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "plugin/config_schema.hpp"
@@ -15,7 +17,13 @@ struct PluginObjectState {
   std::string name;
   TomlConfigView config;
   PluginContext context;
+  std::string host;
 };
+
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
 
 void log_to_spdlog(void* user, LogLevel level, const char* message) {
   const auto* name = static_cast<const std::string*>(user);
@@ -34,13 +42,16 @@ std::string one_line(std::string text) {
 }  // namespace
 
 std::shared_ptr<void> create_plugin_object(const PluginInfo& plugin, const toml::table& options,
-                                           int rank, int world_size) {
+                                           const PluginPlace& place) {
   const PluginDescriptor& d = *plugin.descriptor;
   auto state = std::make_shared<PluginObjectState>(
-      PluginObjectState{d.name, TomlConfigView(d.name, validated_plugin_config(d, options)), {}});
+      PluginObjectState{d.name, TomlConfigView(d.name, validated_plugin_config(d, options)), {}, host_name()});
   state->context.config = &state->config;
-  state->context.rank = rank;
-  state->context.world_size = world_size;
+  state->context.rank = place.rank;
+  state->context.world_size = place.world_size;
+  state->context.local_rank = place.local_rank;
+  state->context.local_world_size = place.local_world_size;
+  state->context.host = state->host.c_str();
   state->context.log = &log_to_spdlog;
   state->context.log_user = &state->name;
 

@@ -1,6 +1,6 @@
 #include "runtime/gradient_sync.hpp"
 
-#include <cmath>
+#include <fmt/format.h>
 
 namespace ptdp {
 
@@ -14,59 +14,67 @@ double all_reduce_scalar(LayerKernels& kernels, Communicator& group, double valu
   return v;
 }
 
-void all_reduce_data_parallel(LayerKernels& kernels, Communicator& data_group, const std::vector<ParamRef>& params,
-                              int64_t bucket_elements) {
-  if (data_group.size() == 1) return;
-  OwnedTensor bucket = kernels.allocate({bucket_elements}, DType::F32);
-  std::vector<const ParamRef*> packed;
-  int64_t used = 0;
-  auto flush = [&] {
-    if (packed.empty()) return;
-    int64_t offset = 0;
-    for (const ParamRef* p : packed) {
-      kernels.copy(bucket.view.flat_slice(offset, p->grad.numel()), p->grad);
-      offset += p->grad.numel();
-    }
-    data_group.all_reduce(bucket.view.flat_slice(0, used), ReduceOp::Sum);
-    offset = 0;
-    for (const ParamRef* p : packed) {
-      Tensor dst = p->grad;
-      kernels.copy(dst, bucket.view.flat_slice(offset, p->grad.numel()));
-      offset += p->grad.numel();
-    }
-    packed.clear();
-    used = 0;
-  };
-  // Reverse order: the last layers' gradients are complete first, as a backward overlapping
-  // implementation would see them.
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    const int64_t n = it->grad.numel();
-    if (n > bucket_elements) {
-      data_group.all_reduce(it->grad, ReduceOp::Sum);
-      continue;
-    }
-    if (used + n > bucket_elements) flush();
-    packed.push_back(&*it);
-    used += n;
-  }
-  flush();
+BucketShard bucket_shard(const GradientBucket& bucket, int dp_rank, int data_parallel) {
+  const int64_t count = bucket.size / data_parallel;
+  return {bucket.offset + dp_rank * count, count};
 }
 
-void sync_tied_embedding(LayerKernels&, Communicator& embedding_group, const std::vector<ParamRef>& params) {
-  for (const ParamRef& p : params)
-    if (p.name == "embedding.word") embedding_group.all_reduce(p.grad, ReduceOp::Sum);
+bool counts_in_grad_norm(const ParamRef& p, const GridPosition& me, int stages) {
+  if (p.shard_dim < 0 && me.tp != 0) return false;
+  return !(p.name == "embedding.word" && stages > 1 && me.pp == stages - 1);
 }
 
-double global_grad_norm(LayerKernels& kernels, const ParallelGroups& groups, const GridPosition& me, int stages,
-                        const std::vector<ParamRef>& params) {
-  std::vector<Tensor> counted;
-  for (const ParamRef& p : params) {
-    if (p.shard_dim < 0 && me.tp != 0) continue;
-    if (p.name == "embedding.word" && stages > 1 && me.pp == stages - 1) continue;
-    counted.push_back(p.grad);
+GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
+                                 bool reduce_scatter, TimelineRecorder& timeline)
+    : kernels_(kernels), groups_(groups), chunks_(chunks), reduce_scatter_(reduce_scatter), timeline_(timeline) {
+  for (const ChunkBuffers& c : chunks_) reduced_.emplace_back(c.layout().buckets.size(), false);
+}
+
+void GradientReducer::begin_step() {
+  for (const ChunkBuffers& c : chunks_) kernels_.fill_zero(c.grad());
+  for (auto& flags : reduced_) flags.assign(flags.size(), false);
+}
+
+void GradientReducer::layer_final(int chunk, int unit) {
+  const auto& buckets = chunks_.at(chunk).layout().buckets;
+  for (size_t b = 0; b < buckets.size(); ++b)
+    if (!buckets[b].alone && buckets[b].final_after_unit >= unit && !reduced_[chunk][b]) reduce(chunk, b);
+}
+
+void GradientReducer::finish() {
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const ChunkBuffers& chunk = chunks_[c];
+    for (size_t b = 0; b < chunk.layout().buckets.size(); ++b) {
+      const GradientBucket& bucket = chunk.layout().buckets[b];
+      if (bucket.alone && groups_.embedding) {
+        // The first and last stage's copies of the word embedding get the sum of both gradients
+        // before the data-parallel reduction (a sum of sums, in either order).
+        timeline_.span("embedding all-reduce", "collective", [&] {
+          for (size_t k : bucket.params) groups_.embedding->all_reduce(chunk.params()[k].grad, ReduceOp::Sum);
+        });
+      }
+      if (!reduced_[c][b]) reduce(static_cast<int>(c), b);
+    }
   }
-  const double local = kernels.sum_squares(counted);
-  return std::sqrt(all_reduce_scalar(kernels, *groups.model, local, ReduceOp::Sum));
+}
+
+void GradientReducer::reduce(int chunk, size_t b) {
+  reduced_[chunk][b] = true;
+  Communicator& data = *groups_.data;
+  if (data.size() == 1) return;
+  const ChunkBuffers& c = chunks_[chunk];
+  const GradientBucket& bucket = c.layout().buckets[b];
+  const Tensor range = c.grad().flat_slice(bucket.offset, bucket.size);
+  const char* what = reduce_scatter_ ? "reduce-scatter" : "all-reduce";
+  timeline_.span(fmt::format("dp {} {}.{}", what, chunk, b), "data-parallel", [&] {
+    if (!reduce_scatter_) {
+      data.all_reduce(range, ReduceOp::Sum);
+      return;
+    }
+    // In place: the output is this rank's block of the input.
+    const BucketShard shard = bucket_shard(bucket, data.rank(), data.size());
+    data.reduce_scatter(range, c.grad().flat_slice(shard.begin, shard.count), ReduceOp::Sum);
+  });
 }
 
 }  // namespace ptdp

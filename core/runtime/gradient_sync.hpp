@@ -1,28 +1,54 @@
 #pragma once
-// What happens at the pipeline flush, after every microbatch's backward: the data-parallel
-// gradient all-reduce (bucketed), the tied word embedding's gradient sum between the first and
-// last stage, the global gradient norm, and the clipped optimizer step.
+// The data-parallel gradient reduction. Each bucket of each chunk's gradient buffer is reduced
+// over the data-parallel group, in place, as soon as its gradients are final (the last
+// microbatch's backward of the layers in it), while the backward goes on; the flush sums the
+// tied word embedding over the embedding group and reduces what is left. With the distributed
+// optimizer a bucket is reduce-scattered: each rank ends with the sum of its own 1/d shard.
+// Gradients are already those of the global-batch mean (the loss was scaled by 1/(m·d) before
+// the backward), so the reduction is a plain fp32 sum.
 #include <vector>
 
 #include <ptdp/layer_kernels.hpp>
 
+#include "runtime/chunk_buffers.hpp"
+#include "runtime/timeline_recorder.hpp"
 #include "runtime/topology.hpp"
 
 namespace ptdp {
 
-// Sums gradients over the data-parallel group, packing them into buckets of at most
-// bucket_elements so that many small tensors cost few collectives.
-void all_reduce_data_parallel(LayerKernels& kernels, Communicator& data_group, const std::vector<ParamRef>& params,
-                              int64_t bucket_elements);
+class GradientReducer {
+ public:
+  GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
+                  bool reduce_scatter, TimelineRecorder& timeline);
 
-// Sums the gradient of "embedding.word" over the embedding group (its copies on the first and
-// last stage must stay equal).
-void sync_tied_embedding(LayerKernels& kernels, Communicator& embedding_group, const std::vector<ParamRef>& params);
+  // Zeroes every gradient buffer; the step's backward accumulates into them.
+  void begin_step();
+  // Layer `unit` of `chunk` ran its last backward of the step: reduces every bucket now final.
+  void layer_final(int chunk, int unit);
+  // The flush: the tied word embedding's sum, then every bucket not reduced yet.
+  void finish();
 
-// L2 norm of the whole model's gradient. Each element counts once: tensors every TP rank holds
-// whole count on TP rank 0, the last stage's copy of the word embedding does not count.
-double global_grad_norm(LayerKernels& kernels, const ParallelGroups& groups, const GridPosition& me, int stages,
-                        const std::vector<ParamRef>& params);
+ private:
+  void reduce(int chunk, size_t bucket);
+
+  LayerKernels& kernels_;
+  const ParallelGroups& groups_;
+  std::vector<ChunkBuffers>& chunks_;
+  bool reduce_scatter_;
+  TimelineRecorder& timeline_;
+  std::vector<std::vector<bool>> reduced_;  // per chunk and bucket, this step
+};
+
+// This rank's 1/d share of a bucket: [begin, begin + count) of the chunk's buffers.
+struct BucketShard {
+  int64_t begin = 0, count = 0;
+};
+BucketShard bucket_shard(const GradientBucket& bucket, int dp_rank, int data_parallel);
+
+// Whether a parameter's gradient counts in the global norm on this rank, so that each element
+// counts once: tensors every TP rank holds whole count on TP rank 0, and the last stage's copy of
+// the word embedding does not count.
+bool counts_in_grad_norm(const ParamRef& p, const GridPosition& me, int stages);
 
 // Sums a host scalar over a group through device memory (communicators move the kernels'
 // memory kind).

@@ -26,6 +26,18 @@ std::vector<ParamRef> ModelChunk::parameters() {
   return params;
 }
 
+std::vector<int> ModelChunk::parameter_layers() {
+  std::vector<int> layers;
+  int layer = 0;
+  auto append = [&](size_t count) {
+    layers.insert(layers.end(), count, layer++);
+  };
+  if (embedding_) append(embedding_->parameters().size());
+  for (auto& b : blocks_) append(b->parameters().size());
+  if (head_) append(head_->parameters().size());
+  return layers;
+}
+
 OwnedTensor ModelChunk::activation() {
   return kernels_.allocate({model_.seq_len, model_.micro_batch, model_.hidden}, kernels_.activation_dtype());
 }
@@ -78,19 +90,26 @@ void ModelChunk::logits(const MicroBatch& mb, const Tensor& tokens, Tensor logit
   head_->logits(mb, x.view, logits);
 }
 
-OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale) {
+OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale,
+                                 const std::function<void(int)>& layer_done) {
+  const int first_block = embedding_ ? 1 : 0;
+  const size_t n = blocks_.size();
+  auto done = [&](int layer) {
+    if (layer_done) layer_done(layer);
+  };
   OwnedTensor dx = activation();
   if (head_) {
     head_->backward(mb, loss_scale, dx.view);
+    done(first_block + static_cast<int>(n));
   } else {
     kernels_.copy(dx.view, doutput);
   }
-  const size_t n = blocks_.size();
   auto backward_range = [&](size_t first, size_t last) {
     for (size_t i = last; i-- > first;) {
       OwnedTensor din = activation();
       blocks_[i]->backward(mb, dx.view, din.view);
       dx = std::move(din);
+      done(first_block + static_cast<int>(i));
     }
   };
   if (recompute_every_ <= 0) {
@@ -110,6 +129,7 @@ OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, fl
   }
   if (embedding_) {
     embedding_->backward(mb, dx.view);
+    done(0);
     return {};
   }
   return dx;

@@ -4,6 +4,7 @@
 // blocks are cut into segments of `recompute_every` layers: forward keeps only each segment's
 // input, backward re-runs the segment's forward before its backward (the paper's
 // activation checkpointing). The embedding and head always keep their activations.
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -28,6 +29,9 @@ class ModelChunk {
 
   const ChunkLayout& layout() const { return layout_; }
   std::vector<ParamRef> parameters();
+  // For each parameter of parameters(), the layer that holds it: its index in forward order
+  // among the chunk's embedding, blocks and head.
+  std::vector<int> parameter_layers();
   EmbeddingLayer* embedding() { return embedding_.get(); }
 
   // input: activation [s, b, h] (ignored when the chunk has the embedding). Returns the output
@@ -39,7 +43,10 @@ class ModelChunk {
   void logits(const MicroBatch& mb, const Tensor& tokens, Tensor logits);
   // doutput: gradient of the output (ignored when the chunk has the head, which starts from
   // loss_scale). Returns the gradient of the input, or an empty tensor for the first chunk.
-  OwnedTensor backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale);
+  // layer_done, when given, is called with each layer's index (as parameter_layers() numbers
+  // them) right after that layer's backward.
+  OwnedTensor backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale,
+                       const std::function<void(int)>& layer_done = {});
 
  private:
   OwnedTensor activation();

@@ -131,7 +131,10 @@ void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const Microbat
                              me_.pp, op.microbatch, vs));
       doutput = found->second.view;
     }
-    OwnedTensor dinput = chunk.backward(mb, doutput, loss_scale);
+    const bool last = --backwards_left_.at(op.chunk) == 0;
+    std::function<void(int)> layer_done;
+    if (last && gradients_final_) layer_done = [&](int layer) { gradients_final_(op.chunk, layer); };
+    OwnedTensor dinput = chunk.backward(mb, doutput, loss_scale, layer_done);
     if (!layout.has_head) buffers_.erase(grad_key);
     if (!layout.has_embedding) buffers_[{kGradient, op.microbatch, vs}] = std::move(dinput);
   }
@@ -141,6 +144,7 @@ void PipelineExecutor::run(const InstructionStream& stream, int64_t step, const 
                            Tensor losses, float loss_scale, bool training, TimelineRecorder& timeline) {
   buffers_.clear();
   batches_.clear();
+  backwards_left_.assign(model_chunks_.size(), microbatches_);
   for (const Instruction& ins : stream) {
     if (ins.kind == Instruction::Kind::Exchange) {
       timeline.span("send/recv", "p2p", [&] { exchange(ins); });

@@ -29,6 +29,10 @@ class PipelineExecutor {
                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank, const ModelSpec& model,
                    int64_t samples_per_replica);
 
+  // Called with (chunk, layer) right after that layer's last backward of the step, when its
+  // gradients are final (layers numbered as ModelChunk::parameter_layers numbers them).
+  void on_gradients_final(std::function<void(int chunk, int layer)> fn) { gradients_final_ = std::move(fn); }
+
   // Runs the stream. losses: F32 [m] on the device; the head's chunk writes microbatch i's loss
   // to element i. loss_scale multiplies the loss before backward (1/(m·d)).
   void run(const InstructionStream& stream, int64_t step, const MicrobatchLoader& loader, Tensor losses,
@@ -52,6 +56,8 @@ class PipelineExecutor {
   std::vector<std::unique_ptr<ModelChunk>>& model_chunks_;
   ModelSpec model_;
   int64_t samples_per_replica_;
+  std::function<void(int, int)> gradients_final_;
+  std::vector<int> backwards_left_;  // per chunk, this step
   std::map<BufferKey, OwnedTensor> buffers_;           // received inputs and outputs to send
   std::map<int, std::pair<OwnedTensor, OwnedTensor>> batches_;  // slot -> (tokens, targets) on host
 };

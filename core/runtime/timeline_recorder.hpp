@@ -26,6 +26,8 @@ class TimelineRecorder {
   // Times fn(); device work is waited for so the span covers it.
   void span(const std::string& name, const std::string& category, const std::function<void()>& fn);
   const std::vector<TimelineSpan>& spans() const { return spans_; }
+  // Where the spans' time 0 lies, in microseconds of Clock's epoch (the device profiler's base).
+  double origin_us() const { return std::chrono::duration<double, std::micro>(origin_.time_since_epoch()).count(); }
 
  private:
   LayerKernels& kernels_;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_manager.hpp"
+#include "checkpoint/checkpoint_space.hpp"
 #include "checkpoint/resume_point.hpp"
 #include "data/run_data.hpp"
 #include "data/run_tokenizer.hpp"
@@ -25,10 +26,14 @@
 #include "runtime/device_placement.hpp"
 #include "runtime/gradient_sync.hpp"
 #include "runtime/model_chunk.hpp"
+#include "runtime/optimizer_state.hpp"
 #include "runtime/parameter_init.hpp"
 #include "runtime/pipeline_executor.hpp"
 #include "runtime/stop_signal.hpp"
 #include "runtime/topology.hpp"
+#include "profile/device_profiler_library.hpp"
+#include "profile/device_tracks.hpp"
+#include "profile/profile_report.hpp"
 #include "schedule/chrome_trace.hpp"
 #include "schedule/instruction_stream.hpp"
 #include "schedule/pipeline_schedule.hpp"
@@ -36,8 +41,6 @@
 
 namespace ptdp {
 namespace {
-
-constexpr int64_t kBucketElements = 1 << 22;
 
 ModelSpec model_spec(const RunConfig& c) {
   ModelSpec m;
@@ -107,12 +110,15 @@ class RankTrainer {
  private:
   void load_plugins();
   Device place_this_rank() const;
+  PluginPlace place() const { return {id_.rank, id_.world_size, id_.local_rank, id_.local_world_size}; }
   void bind_streams();
   void build_model();
   void initialize_parameters();
   double step_loss(const Tensor& losses, int microbatches);
   double validation_loss(int64_t step);
-  void write_trace(const TimelineRecorder& timeline);
+  void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
+  // Each rank's table of what its device did in the profiled steps, printed by rank 0.
+  void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
   int64_t open_checkpoints();  // returns the step to start from
   void save_checkpoint(int64_t completed_steps);
   bool stop_requested();  // collective over the world
@@ -128,9 +134,11 @@ class RankTrainer {
   std::shared_ptr<LayerKernels> kernels_;
   std::shared_ptr<Scheduler> scheduler_;
   Device device_;  // where this rank computes, handed to the communicator and the kernels
+  std::unique_ptr<DeviceProfiler> profiler_;  // --profile only
   ParallelGroups groups_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
-  std::vector<ParamRef> params_;
+  std::vector<ChunkBuffers> buffers_;  // each chunk's master weights and gradients
+  std::unique_ptr<OptimizerState> optimizer_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
   nlohmann::json data_record_;              // RunData::record(), recorded in every step saved
@@ -143,7 +151,7 @@ int64_t RankTrainer::open_checkpoints() {
   const auto& info = registry_.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
   const CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
   auto open_manager = [&](const std::string& dir, bool writing) {
-    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), id_.rank, id_.world_size);
+    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), place());
     if (writing) store->open(dir);
     else store->open_existing(dir);
     return std::make_unique<CheckpointManager>(store, *kernels_, role);
@@ -171,7 +179,9 @@ int64_t RankTrainer::open_checkpoints() {
       spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones the "
                    "first run would have drawn",
                    resume->step, change);
-  from.load(resume->step, params_);
+  from.check(resume->step, optimizer_->whole_params());
+  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  kernels_->params_updated();
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
@@ -193,7 +203,8 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
       {"schedule", schedule_record(schedule_)}};
   if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
   if (!data_record_.is_null()) metadata["data"] = data_record_;
-  checkpoints_->save(completed_steps, params_, metadata.dump(), [this] { world_->barrier(); });
+  optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
+  checkpoints_->commit(completed_steps, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
   const std::vector<int64_t> removed = checkpoints_->keep_newest(cfg_.checkpoint.keep);
@@ -206,9 +217,9 @@ void RankTrainer::load_plugins() {
   const auto& comm_info = registry_.load(cfg_.plugins.comm, PluginKind::Communicator, "comm");
   const auto& kernels_info = registry_.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
   const auto& sched_info = registry_.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("comm"), id_.rank, id_.world_size);
-  kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), id_.rank, id_.world_size);
-  scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), id_.rank, id_.world_size);
+  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("comm"), place());
+  kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), place());
+  scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), place());
   const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
   if (cfg_.precision.params != computes_in)
     throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
@@ -254,15 +265,33 @@ void RankTrainer::build_model() {
     EmbeddingLayer* tied = (layout.has_head && !chunks_.empty()) ? chunks_.front()->embedding() : nullptr;
     chunks_.push_back(std::make_unique<ModelChunk>(*kernels_, layout, binding.model, every, tied));
   }
-  for (auto& chunk : chunks_)
-    for (auto& param : chunk->parameters()) params_.push_back(std::move(param));
+  // Each chunk's parameters move into its buffers; the tied word embedding's gradient gets a
+  // bucket of its own where the embedding group sums it at the flush.
+  std::vector<ParamRef> placed;
+  for (auto& chunk : chunks_) {
+    buffers_.emplace_back(*kernels_, chunk->parameters(), chunk->parameter_layers(), groups_.embedding != nullptr,
+                          cfg_.parallel.bucket_elements, topology_.data());
+    placed.insert(placed.end(), buffers_.back().params().begin(), buffers_.back().params().end());
+  }
+  kernels_->place_parameters(placed);
+  optimizer_ = std::make_unique<OptimizerState>(*kernels_, groups_, buffers_, cfg_.parallel.distributed_optimizer);
+  if (id_.rank == 0) {
+    int64_t weights = 0;
+    for (const ChunkBuffers& b : buffers_) weights += b.layout().size * static_cast<int64_t>(sizeof(float));
+    auto size = [](int64_t bytes) { return fmt::format("{} ({} bytes)", byte_size(bytes), bytes); };
+    spdlog::info("rank 0 holds fp32 master weights {}, gradients {}, optimizer state {}{}", size(weights),
+                 size(weights), size(optimizer_->bytes()),
+                 optimizer_->distributed() ? fmt::format(" (its 1/{} shard: distributed optimizer)", topology_.data())
+                                           : "");
+  }
 }
 
 void RankTrainer::initialize_parameters() {
-  for (const ParamRef& p : params_) {
-    const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
-    kernels_->copy_from_host(p.master, values.data());
-  }
+  for (const ChunkBuffers& chunk : buffers_)
+    for (const ParamRef& p : chunk.params()) {
+      const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
+      kernels_->copy_from_host(p.master, values.data());
+    }
   kernels_->params_updated();
 }
 
@@ -288,11 +317,14 @@ double RankTrainer::step_loss(const Tensor& losses, int microbatches) {
   return loss;
 }
 
-void RankTrainer::write_trace(const TimelineRecorder& timeline) {
+void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work) {
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& s : timeline.spans())
     spans.push_back({{"name", s.name}, {"cat", s.category}, {"ts", s.start_us}, {"dur", s.duration_us}});
-  const std::string text = spans.dump();
+  // The device's records keep their own clock; each rank's are shifted by its own origin.
+  const nlohmann::json mine = {{"spans", spans}, {"origin_us", timeline.origin_us()},
+                               {"device", nlohmann::json::parse(device_activities_to_json(device_work))}};
+  const std::string text = mine.dump();
   store_->set(fmt::format("trace/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
   if (id_.rank != 0) return;
   ChromeTrace trace;
@@ -301,12 +333,34 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline) {
                                                                    static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
     const auto pos = topology_.position_of(r);
     trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
-    for (const auto& s : nlohmann::json::parse(bytes.begin(), bytes.end()))
+    const auto rank = nlohmann::json::parse(bytes.begin(), bytes.end());
+    for (const auto& s : rank.at("spans"))
       trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, 0, s["ts"].get<double>(),
                      s["dur"].get<double>());
+    const auto device = device_activities_from_json(rank.at("device").dump());
+    if (!device.empty()) {
+      trace.set_thread_name(r, 0, "ops");
+      add_device_tracks(trace, r, device, rank.at("origin_us").get<double>());
+    }
   }
   trace.write(options_.trace_path);
   spdlog::info("trace of {} ranks written to {}", id_.world_size, options_.trace_path);
+}
+
+void RankTrainer::report_profile(const std::vector<DeviceActivity>& device_work,
+                                 const std::vector<ProfileWindow>& windows) {
+  const ProfileReport report = build_profile_report(device_work, profiler_->take_samples(), windows,
+                                                    model_work(cfg_, id_.world_size), profiler_->peaks());
+  const auto pos = topology_.position_of(id_.rank);
+  const std::string text =
+      format_profile_report(report, fmt::format("rank {} (pp {}, dp {}, tp {})", id_.rank, pos.pp, pos.dp, pos.tp));
+  store_->set(fmt::format("profile/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+  if (id_.rank != 0) return;
+  for (int r = 0; r < id_.world_size; ++r) {
+    const auto bytes = store_->get(fmt::format("profile/{}", r), std::chrono::milliseconds(
+                                                                     static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
+    spdlog::info("{}", std::string(bytes.begin(), bytes.end()));
+  }
 }
 
 TrainOutcome RankTrainer::run() {
@@ -314,6 +368,10 @@ TrainOutcome RankTrainer::run() {
   store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
   load_plugins();
   device_ = place_this_rank();
+  // Before the device is first used, so that the profiler sees every kernel of the process.
+  if (options_.profile)
+    profiler_ = open_device_profiler(PluginRegistry::default_search_path(cfg_.plugins.search_path), device_,
+                                     cfg_.plugins.kernels);
   CommInit init;
   init.rank = id_.rank;
   init.size = id_.world_size;
@@ -377,8 +435,8 @@ TrainOutcome RankTrainer::run() {
     metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
     metrics->write_header(make_run_header(cfg_, registry_, device_));
   }
-  std::vector<Tensor> grads;
-  for (const auto& param : params_) grads.push_back(param.grad);
+  GradientReducer reducer(*kernels_, groups_, buffers_, optimizer_->distributed(), timeline);
+  executor.on_gradients_final([&reducer](int chunk, int layer) { reducer.layer_final(chunk, layer); });
   // Mean loss over global batches 0 .. batches-1 of `loader`, forward only.
   auto forward_loss = [&](const MicrobatchLoader& loader, int batches) {
     double total = 0;
@@ -397,17 +455,24 @@ TrainOutcome RankTrainer::run() {
   std::optional<int64_t> unverified_save;  // a step due to be saved, once the next one shows it sound
   // With eval_batches the run only evaluates the model it loaded.
   const int64_t end_step = options_.eval_batches > 0 ? first_step : cfg_.run.steps;
+  std::vector<ProfileWindow> profiled_steps;
+  auto steady_us = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+  };
   for (int64_t step = first_step; step < end_step; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
-    timeline.set_enabled(tracing && step >= trace_begin && step < trace_end);
-    for (const Tensor& g : grads) kernels_->fill_zero(g);
+    const bool traced = step >= trace_begin && step < trace_end;
+    timeline.set_enabled(tracing && traced);
+    const bool profiled = profiler_ && traced;
+    if (profiled) {
+      profiler_->start();
+      profiled_steps.push_back({steady_us(step_start), 0});
+    }
+    reducer.begin_step();
     executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
-    timeline.span("data-parallel + embedding all-reduce", "collective", [&] {
-      all_reduce_data_parallel(*kernels_, *groups_.data, params_, kBucketElements);
-      if (groups_.embedding) sync_tied_embedding(*kernels_, *groups_.embedding, params_);
-    });
+    reducer.finish();
     double grad_norm = 0;
-    timeline.span("grad norm", "collective", [&] { grad_norm = global_grad_norm(*kernels_, groups_, me_, p, params_); });
+    timeline.span("grad norm", "collective", [&] { grad_norm = optimizer_->grad_norm(me_, p); });
     AdamStep adam;
     adam.step = step + 1;
     adam.lr = static_cast<float>(learning_rate(schedule_, step, schedule_.decay_steps));
@@ -426,9 +491,13 @@ TrainOutcome RankTrainer::run() {
       save_checkpoint(*unverified_save);
       unverified_save.reset();
     }
-    timeline.span("optimizer step", "optimizer", [&] { kernels_->adam_step(params_, adam); });
+    timeline.span("optimizer step", "optimizer", [&] { optimizer_->step(adam); });
     const double loss = step_loss(losses.view, m);
     kernels_->synchronize();
+    if (profiled) {
+      profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
+      profiler_->stop();
+    }
     if (!std::isfinite(loss))
       throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, loss));
     const auto now = std::chrono::steady_clock::now();
@@ -451,7 +520,11 @@ TrainOutcome RankTrainer::run() {
       if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
         spdlog::info("{}", progress_line(sm, cfg_.run.steps, elapsed));
     }
-    if (tracing && step == trace_end - 1) write_trace(timeline);
+    if (step == trace_end - 1 && (tracing || profiler_)) {
+      const std::vector<DeviceActivity> device_work = profiler_ ? profiler_->take_activities() : std::vector<DeviceActivity>{};
+      if (profiler_) report_profile(device_work, profiled_steps);
+      if (tracing) write_trace(timeline, device_work);
+    }
     const bool last = step + 1 == cfg_.run.steps;
     const bool due = checkpoints_ && cfg_.checkpoint.every > 0 && ((step + 1) % cfg_.checkpoint.every == 0 || last);
     // A step is saved once the next one has shown its weights give finite gradients, so a

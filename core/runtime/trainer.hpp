@@ -17,6 +17,7 @@ struct TrainOptions {
   std::string metrics_path;  // --metrics FILE.jsonl (rank 0 writes it)
   std::string trace_path;    // --trace FILE.json (every rank's real timeline, merged by rank 0)
   int trace_steps = 2;       // steps recorded after the first (warm-up) step
+  bool profile = false;      // --profile: the device's kernels and copies over the traced steps
   int eval_batches = 0;      // > 0: train nothing; log the mean loss of this many global batches of data.path
   // Set: train nothing; once the model is built and the checkpoint loaded, hand them to this (one
   // rank, p = v = 1: the whole model in one chunk) and return. `ptdp-host sample` uses it.

@@ -75,6 +75,11 @@ void DeviceArena::free_cached_locked() {
   cached_ = 0;
 }
 
+void DeviceArena::release_cached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_cached_locked();
+}
+
 size_t DeviceArena::bytes_in_use() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return in_use_;

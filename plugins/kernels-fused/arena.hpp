@@ -23,6 +23,9 @@ class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
   // the cache when the last copy of the pointer is dropped.
   std::shared_ptr<void> allocate(size_t bytes);
 
+  // Gives every cached block back to the device (cudaFree waits for work that still reads one).
+  void release_cached();
+
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
 

@@ -8,6 +8,7 @@ namespace ptdp::fused {
 
 Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     : model_(binding.model),
+      options_(options),
       tp_rank_(binding.tp_rank),
       tp_size_(binding.tp_size),
       tp_(binding.tp),
@@ -21,6 +22,7 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     int sm_count = 0;
     PTDP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
     kernels_ = KernelContext{stream_, arena_.get(), sm_count};
+    kernels_.fused_layer_norm_backward = options.fused_layer_norm_backward;
     gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes);
 
     AttentionShape shape;
@@ -85,7 +87,7 @@ Tensor Backend::device_tensor(void* data, DType dtype, std::vector<int64_t> shap
 std::shared_ptr<Parameter> Backend::make_parameter(const ParameterSpec& spec) {
   auto p = std::make_shared<Parameter>(spec, *arena_, device_, stream_);
   parameters_.push_back(p);
-  by_master_[p->master()] = p;
+  by_master_[reinterpret_cast<const char*>(p->master())] = p;
   return p;
 }
 
@@ -104,9 +106,19 @@ std::vector<std::shared_ptr<Parameter>> Backend::parameters() {
   return live;
 }
 
-std::shared_ptr<Parameter> Backend::parameter_by_master(const void* master) {
-  auto it = by_master_.find(master);
-  return it == by_master_.end() ? nullptr : it->second.lock();
+std::shared_ptr<Parameter> Backend::parameter_holding(const void* address) {
+  const char* a = static_cast<const char*>(address);
+  auto it = by_master_.upper_bound(a);
+  if (it == by_master_.begin()) return nullptr;
+  auto p = std::prev(it)->second.lock();
+  if (!p || a >= reinterpret_cast<const char*>(p->master() + p->numel())) return nullptr;
+  return p;
+}
+
+void Backend::place(const std::shared_ptr<Parameter>& parameter, float* master, float* grad) {
+  by_master_.erase(reinterpret_cast<const char*>(parameter->master()));
+  parameter->place(master, grad, stream_);
+  by_master_[reinterpret_cast<const char*>(master)] = parameter;
 }
 
 void Backend::expect(const Tensor& t, DType dtype, MemoryKind memory, const std::vector<int64_t>& shape,

@@ -6,7 +6,7 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 #include "arena.hpp"
@@ -24,9 +24,13 @@ namespace ptdp::fused {
 
 enum class AttentionPath { Flash, Unfused };
 
+// The plugin's options (README.md's table); each fusion can be turned off to measure what it gives.
 struct BackendOptions {
   AttentionPath attention = AttentionPath::Flash;
   size_t gemm_workspace_bytes = size_t(32) << 20;
+  bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
+  bool bias_grad_epilogue = true; // the QKV bias gradient from the weight-gradient GEMM's epilogue
+  bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
 };
 
 class Backend {
@@ -37,6 +41,7 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
 
   const ModelSpec& model() const { return model_; }
+  const BackendOptions& options() const { return options_; }
   int tp_rank() const { return tp_rank_; }
   int tp_size() const { return tp_size_; }
   int device() const { return device_; }
@@ -60,7 +65,10 @@ class Backend {
   std::shared_ptr<Parameter> make_parameter(const ParameterSpec& spec);
   // Live parameters (layers that were dropped take theirs with them).
   std::vector<std::shared_ptr<Parameter>> parameters();
-  std::shared_ptr<Parameter> parameter_by_master(const void* master);
+  // The parameter whose master weights hold `address` (a whole master or a range of one).
+  std::shared_ptr<Parameter> parameter_holding(const void* address);
+  // Moves a parameter's master and gradient to the core's memory (place_parameters).
+  void place(const std::shared_ptr<Parameter>& parameter, float* master, float* grad);
 
   // Checks a tensor passed in: dtype, memory and shape, naming the layer and argument when wrong.
   void expect(const Tensor& t, DType dtype, MemoryKind memory, const std::vector<int64_t>& shape,
@@ -68,6 +76,7 @@ class Backend {
 
  private:
   ModelSpec model_;
+  BackendOptions options_;
   int tp_rank_ = 0;
   int tp_size_ = 1;
   Communicator* tp_ = nullptr;
@@ -80,7 +89,7 @@ class Backend {
   std::unique_ptr<Attention> attention_;
   KernelContext kernels_;
   std::vector<std::weak_ptr<Parameter>> parameters_;
-  std::unordered_map<const void*, std::weak_ptr<Parameter>> by_master_;
+  std::map<const char*, std::weak_ptr<Parameter>> by_master_;  // by the master's first byte
 };
 
 }  // namespace ptdp::fused

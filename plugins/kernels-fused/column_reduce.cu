@@ -40,6 +40,25 @@ void finish_column_sums(const float* partials, int chunks, int64_t cols, float* 
   PTDP_LAUNCH_CHECK(finish_column_sums_kernel);
 }
 
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
+
+template <class T>
+__global__ void accumulate_sums_kernel(const T* __restrict__ sums, int64_t n, float* __restrict__ accum) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) accum[i] += to_float(sums[i]);
+}
+
+void accumulate_sums(const void* sums, bool bf16_sums, int64_t n, float* accum, cudaStream_t stream) {
+  if (n == 0) return;
+  if (bf16_sums) {
+    accumulate_sums_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const bf16*>(sums), n, accum);
+  } else {
+    accumulate_sums_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const float*>(sums), n, accum);
+  }
+  PTDP_LAUNCH_CHECK(accumulate_sums_kernel);
+}
+
 template <int VEC>
 __global__ void column_sum_kernel(const bf16* __restrict__ x, int64_t rows, int64_t cols, int64_t rows_per_chunk,
                                   float* __restrict__ partials) {

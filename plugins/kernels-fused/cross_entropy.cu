@@ -33,7 +33,7 @@ __device__ __forceinline__ void accumulate(MaxSum& acc, float x) {
 }
 
 template <int VEC>
-__global__ void row_stats_kernel(const bf16* __restrict__ logits, const int32_t* __restrict__ targets, int64_t rows,
+__global__ void cross_entropy_row_stats_kernel(const bf16* __restrict__ logits, const int32_t* __restrict__ targets, int64_t rows,
                                  int64_t cols, int64_t vocab_begin, int64_t valid_cols, float* __restrict__ stats) {
   __shared__ MaxSum shared[kThreads / 32];
   const int64_t r = blockIdx.x;
@@ -65,7 +65,7 @@ __global__ void row_stats_kernel(const bf16* __restrict__ logits, const int32_t*
   }
 }
 
-__global__ void rescale_kernel(float* __restrict__ stats, const float* __restrict__ group_max, int64_t rows) {
+__global__ void cross_entropy_rescale_kernel(float* __restrict__ stats, const float* __restrict__ group_max, int64_t rows) {
   const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float local = stats[r], global = group_max[r];
@@ -74,7 +74,7 @@ __global__ void rescale_kernel(float* __restrict__ stats, const float* __restric
 }
 
 // One block; every thread sums a fixed stride of rows, then a fixed tree: the same sum every run.
-__global__ void loss_kernel(const float* __restrict__ stats, int64_t rows, float* __restrict__ loss) {
+__global__ void cross_entropy_loss_kernel(const float* __restrict__ stats, int64_t rows, float* __restrict__ loss) {
   __shared__ double shared[kThreads];
   double sum = 0.0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
@@ -89,7 +89,7 @@ __global__ void loss_kernel(const float* __restrict__ stats, int64_t rows, float
 }
 
 template <int VEC>
-__global__ void backward_kernel(bf16* logits, const int32_t* __restrict__ targets, const float* __restrict__ stats,
+__global__ void cross_entropy_backward_kernel(bf16* logits, const int32_t* __restrict__ targets, const float* __restrict__ stats,
                                 int64_t rows, int64_t cols, int64_t vocab_begin, int64_t valid_cols, float scale) {
   const int64_t vecs_per_row = cols / VEC;
   const int64_t total = rows * vecs_per_row;
@@ -116,23 +116,23 @@ void cross_entropy_row_stats(const bf16* logits, const int32_t* targets, int64_t
                              int64_t vocab_begin, int64_t valid_cols, float* stats, const KernelContext& ctx) {
   if (rows == 0) return;
   if (row_vector_width(cols) == 8)
-    row_stats_kernel<8><<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(logits, targets, rows, cols,
+    cross_entropy_row_stats_kernel<8><<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(logits, targets, rows, cols,
                                                                                    vocab_begin, valid_cols, stats);
   else
-    row_stats_kernel<1><<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(logits, targets, rows, cols,
+    cross_entropy_row_stats_kernel<1><<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(logits, targets, rows, cols,
                                                                                    vocab_begin, valid_cols, stats);
-  PTDP_LAUNCH_CHECK(row_stats_kernel);
+  PTDP_LAUNCH_CHECK(cross_entropy_row_stats_kernel);
 }
 
 void cross_entropy_rescale(float* stats, const float* group_max, int64_t rows, const KernelContext& ctx) {
   if (rows == 0) return;
-  rescale_kernel<<<blocks_for(rows, 256), 256, 0, ctx.stream>>>(stats, group_max, rows);
-  PTDP_LAUNCH_CHECK(rescale_kernel);
+  cross_entropy_rescale_kernel<<<blocks_for(rows, 256), 256, 0, ctx.stream>>>(stats, group_max, rows);
+  PTDP_LAUNCH_CHECK(cross_entropy_rescale_kernel);
 }
 
 void cross_entropy_loss(const float* stats, int64_t rows, float* loss, const KernelContext& ctx) {
-  loss_kernel<<<1, kThreads, 0, ctx.stream>>>(stats, rows, loss);
-  PTDP_LAUNCH_CHECK(loss_kernel);
+  cross_entropy_loss_kernel<<<1, kThreads, 0, ctx.stream>>>(stats, rows, loss);
+  PTDP_LAUNCH_CHECK(cross_entropy_loss_kernel);
 }
 
 void cross_entropy_backward(bf16* logits, const int32_t* targets, const float* stats, int64_t rows, int64_t cols,
@@ -141,12 +141,12 @@ void cross_entropy_backward(bf16* logits, const int32_t* targets, const float* s
   const int vec = row_vector_width(cols);
   const unsigned blocks = std::min<unsigned>(blocks_for(rows * cols / vec, 256), unsigned(ctx.sm_count) * 16);
   if (vec == 8)
-    backward_kernel<8><<<blocks, 256, 0, ctx.stream>>>(logits, targets, stats, rows, cols, vocab_begin, valid_cols,
+    cross_entropy_backward_kernel<8><<<blocks, 256, 0, ctx.stream>>>(logits, targets, stats, rows, cols, vocab_begin, valid_cols,
                                                        scale);
   else
-    backward_kernel<1><<<blocks, 256, 0, ctx.stream>>>(logits, targets, stats, rows, cols, vocab_begin, valid_cols,
+    cross_entropy_backward_kernel<1><<<blocks, 256, 0, ctx.stream>>>(logits, targets, stats, rows, cols, vocab_begin, valid_cols,
                                                        scale);
-  PTDP_LAUNCH_CHECK(backward_kernel);
+  PTDP_LAUNCH_CHECK(cross_entropy_backward_kernel);
 }
 
 }  // namespace ptdp::fused

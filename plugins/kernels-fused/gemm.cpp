@@ -1,7 +1,9 @@
 #include "gemm.hpp"
 
 #include <string>
+#include <vector>
 
+#include "column_reduce.hpp"
 #include "cuda_check.hpp"
 
 namespace ptdp::fused {
@@ -18,6 +20,45 @@ std::string shape_text(int64_t m, int64_t n, int64_t k) {
   return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
 }
 
+using Kind = Gemm::Epilogue::Kind;
+
+cublasLtEpilogue_t lt_epilogue(Kind kind) {
+  switch (kind) {
+    case Kind::None: return CUBLASLT_EPILOGUE_DEFAULT;
+    case Kind::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Kind::GeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Kind::DGeluBGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    case Kind::BGradB: return CUBLASLT_EPILOGUE_BGRADB;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// For refusals: what the epilogue is, and the plugin option that turns it off.
+std::string epilogue_text(Kind kind) {
+  switch (kind) {
+    case Kind::None: return "";
+    case Kind::Bias: return " with bias";
+    case Kind::GeluAuxBias: return " with bias + GeLU (GELU_AUX_BIAS epilogue; plugin option gelu_epilogue = false avoids it)";
+    case Kind::DGeluBGrad: return " with dGeLU + bias gradient (DGELU_BGRAD epilogue; plugin option gelu_epilogue = false avoids it)";
+    case Kind::BGradB: return " with its bias gradient (BGRADB epilogue; plugin option bias_grad_epilogue = false avoids it)";
+  }
+  return "";
+}
+
+// The types the bias (or bias-gradient) vector may have, best first. A bias is read in bf16 (the
+// working copies). A bias gradient is best kept in fp32; where cuBLASLt offers no algorithm for
+// that, it is taken in bf16, which rounds each microbatch's sum once before it is accumulated.
+std::vector<cudaDataType_t> bias_types(Kind kind) {
+  switch (kind) {
+    case Kind::None: return {};
+    case Kind::Bias:
+    case Kind::GeluAuxBias: return {CUDA_R_16BF};
+    case Kind::DGeluBGrad: return {CUDA_R_32F, CUDA_R_16BF};
+    case Kind::BGradB: return {CUDA_R_32F, CUDA_R_16BF};
+  }
+  return {};
+}
+
 }  // namespace
 
 // Teardown calls are not checked: they may run after the CUDA context is gone, and a destructor
@@ -26,6 +67,7 @@ struct Gemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  cudaDataType_t bias_type = CUDA_R_16BF;
   ~Plan() {
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -39,7 +81,8 @@ size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   mix(k.trans_a); mix(k.trans_b); mix(uint64_t(k.m)); mix(uint64_t(k.n)); mix(uint64_t(k.k));
   mix(uint64_t(k.lda)); mix(uint64_t(k.ldb)); mix(uint64_t(k.ldd)); mix(uint64_t(k.d_type));
-  mix(k.accumulate); mix(k.bias); mix(k.align_a); mix(k.align_b); mix(k.align_d); mix(k.align_bias);
+  mix(k.accumulate); mix(uint64_t(k.epilogue)); mix(k.align_a); mix(k.align_b); mix(k.align_d);
+  mix(k.align_bias);
   return h;
 }
 
@@ -70,13 +113,15 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   const cublasOperation_t op_b = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
   PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-  const cublasLtEpilogue_t epilogue = key.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  const cublasLtEpilogue_t epilogue = lt_epilogue(key.epilogue);
   PTDP_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  if (key.bias) {
-    const cudaDataType_t bias_type = CUDA_R_16BF;
-    PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                     sizeof(bias_type)));
+  if (key.epilogue == Kind::GeluAuxBias || key.epilogue == Kind::DGeluBGrad) {
+    // The aux matrix is m x n like D, packed: leading dimension m (divisible by 8, see
+    // gelu_epilogue_fits).
+    const int64_t aux_ld = key.m;
+    PTDP_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
   }
   // Stored (column-major) shapes: A is m x k, or k x m when transposed; likewise B.
   const uint64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
@@ -100,13 +145,28 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
                                                          &key.align_d, sizeof(key.align_d)));
   cublasLtMatmulHeuristicResult_t result{};
   int found_count = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, plan->desc, plan->a, plan->b, plan->d, plan->d,
-                                                                preference, 1, &result, &found_count);
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  auto ask = [&] {
+    status = cublasLtMatmulAlgoGetHeuristic(lt_, plan->desc, plan->a, plan->b, plan->d, plan->d, preference, 1,
+                                            &result, &found_count);
+    return status == CUBLAS_STATUS_SUCCESS && found_count > 0;
+  };
+  bool found_algo = false;
+  const std::vector<cudaDataType_t> candidates = bias_types(key.epilogue);
+  if (candidates.empty()) found_algo = ask();
+  for (cudaDataType_t type : candidates) {
+    PTDP_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
+    if ((found_algo = ask())) {
+      plan->bias_type = type;
+      break;
+    }
+  }
   PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
-  if (status != CUBLAS_STATUS_SUCCESS || found_count == 0)
+  if (!found_algo)
     throw Error(std::string("kernels-fused: cuBLASLt has no algorithm for a GEMM of ") +
-                shape_text(key.m, key.n, key.k) + (key.bias ? " with bias" : "") + ": " +
-                cublasGetStatusString(status));
+                shape_text(key.m, key.n, key.k) + epilogue_text(key.epilogue) + ": " +
+                (status == CUBLAS_STATUS_SUCCESS ? "the heuristic returned none" : cublasGetStatusString(status)));
   plan->algo = result.algo;
   auto [it, inserted] = plans_.emplace(key, std::move(plan));
   return *it->second;
@@ -114,41 +174,89 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
 
 void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
                   const bf16* b, int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta,
-                  const bf16* bias) {
+                  const Epilogue& epilogue) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    // An empty product: D keeps beta * D, which for the calls made here is D or 0.
+    // An empty product: D keeps beta * D, which for the calls made here is D or 0; every
+    // epilogue used here then leaves D and the bias gradient as they are (gelu'(x) * 0 = 0).
+    if (epilogue.kind == Kind::GeluAuxBias) throw Error("kernels-fused: a GeLU GEMM with k = 0");
     const size_t element = d_type == CUDA_R_32F ? 4 : 2;
     if (beta == 0.0f) PTDP_CUDA_CHECK(cudaMemset2DAsync(d, ldd * element, 0, m * element, n, stream_));
     return;
   }
-  const PlanKey key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta != 0.0f, bias != nullptr,
-                    alignment_of(a), alignment_of(b), alignment_of(d), bias ? alignment_of(bias) : 256u};
+  const bool aux = epilogue.aux != nullptr;
+  if ((epilogue.kind == Kind::GeluAuxBias || epilogue.kind == Kind::DGeluBGrad) && !aux)
+    throw Error("kernels-fused: a GeLU epilogue without its GeLU input matrix");
+  if (aux && !gelu_epilogue_fits(m))
+    throw Error("kernels-fused: GeLU epilogue on " + std::to_string(m) + " rows (must be a multiple of 8)");
+  const bool grads = epilogue.kind == Kind::DGeluBGrad || epilogue.kind == Kind::BGradB;
+  const void* bias_in = epilogue.bias;
+  const PlanKey key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta != 0.0f, epilogue.kind,
+                    alignment_of(a), alignment_of(b), alignment_of(d), bias_in ? alignment_of(bias_in) : 256u};
   const Plan& plan = plan_for(key);
-  if (bias)
+
+  // A bias gradient is written, not accumulated: cuBLASLt sums into scratch, then it is added.
+  const int64_t sums = epilogue.kind == Kind::BGradB ? n : m;
+  std::shared_ptr<void> scratch;
+  if (grads) scratch = arena_->allocate(size_t(sums) * (plan.bias_type == CUDA_R_32F ? 4 : 2));
+  const void* bias = grads ? scratch.get() : bias_in;
+  if (epilogue.kind != Kind::None)
     PTDP_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  if (aux) {
+    const void* aux_pointer = epilogue.aux;
+    PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                     &aux_pointer, sizeof(aux_pointer)));
+  }
   const float alpha = 1.0f;
   PTDP_CUBLAS_CHECK(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
                                    &plan.algo, workspace_.get(), workspace_bytes_, stream_));
+  if (grads) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
 }
 
 void Gemm::linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,
                           int64_t out) {
   // Column-major: y^T[out, rows] = W^T-as-stored(in x out)^T * x^T(in x rows).
-  matmul(true, false, out, rows, in, weight, in, x, in, y, CUDA_R_16BF, out, 0.0f, bias);
+  Epilogue e;
+  if (bias) e.kind = Epilogue::Kind::Bias, e.bias = bias;
+  matmul(true, false, out, rows, in, weight, in, x, in, y, CUDA_R_16BF, out, 0.0f, e);
+}
+
+void Gemm::linear_forward_gelu(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, bf16* pre_gelu,
+                               int64_t rows, int64_t in, int64_t out) {
+  // As linear_forward; the aux matrix has D's layout, so pre_gelu is [rows, out] row-major too.
+  Epilogue e;
+  e.kind = Epilogue::Kind::GeluAuxBias;
+  e.bias = bias;
+  e.aux = pre_gelu;
+  matmul(true, false, out, rows, in, weight, in, x, in, y, CUDA_R_16BF, out, 0.0f, e);
+}
+
+void Gemm::linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx,
+                                       float* dbias, int64_t rows, int64_t in, int64_t out) {
+  // As linear_backward_input: D (column-major in x rows) is dx [rows, in] row-major, the aux
+  // matrix has D's layout (pre_gelu [rows, in]), and the bias gradient, length m = in, sums over
+  // the rows.
+  Epilogue e;
+  e.kind = Epilogue::Kind::DGeluBGrad;
+  e.aux = const_cast<bf16*>(pre_gelu);  // read, not written, by DGELU_BGRAD
+  e.bias_grad = dbias;
+  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f, e);
 }
 
 void Gemm::linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in,
                                  int64_t out) {
   // Column-major: dx^T[in, rows] = W-as-stored(in x out) * dy^T(out x rows).
-  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f, nullptr);
+  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f);
 }
 
 void Gemm::linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in,
-                                  int64_t out) {
-  // Column-major: dW^T[in, out] += x^T(in x rows) * dy(rows x out).
-  matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, 1.0f, nullptr);
+                                  int64_t out, float* dbias) {
+  // Column-major: dW^T[in, out] += x^T(in x rows) * dy(rows x out). op(B) = dy is k x n, so the
+  // BGRADB sum over k is the column sum of dy over the rows: the bias gradient, length out.
+  Epilogue e;
+  if (dbias) e.kind = Epilogue::Kind::BGradB, e.bias_grad = dbias;
+  matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, 1.0f, e);
 }
 
 void Gemm::batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,

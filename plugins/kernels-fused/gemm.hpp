@@ -1,8 +1,10 @@
 #pragma once
-// GEMMs: bf16 operands, fp32 accumulation. Linear layers go through cuBLASLt (its bias epilogue
-// adds a column-parallel layer's bias for free; weight gradients accumulate straight into the fp32
-// gradient with beta = 1); attention's per-head products go through cuBLAS strided-batched GEMMs.
-// A cuBLASLt plan (descriptors and the heuristic's algorithm) is made once per shape and reused.
+// GEMMs: bf16 operands, fp32 accumulation. Linear layers go through cuBLASLt, whose epilogues do
+// the elementwise work beside the GEMM for free: a column-parallel layer's bias, bias + GeLU with
+// the GeLU input kept for backward, dGeLU with the bias gradient, and bias gradients as sums over
+// the GEMM's k dimension. Weight gradients accumulate straight into the fp32 gradient with
+// beta = 1. Attention's per-head products go through cuBLAS strided-batched GEMMs. A cuBLASLt plan
+// (descriptors and the heuristic's algorithm) is made once per shape and epilogue and reused.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -15,8 +17,25 @@
 
 namespace ptdp::fused {
 
+// What a GEMM's epilogue does beside D = op(A) op(B) + beta * D (column-major, m x n).
+struct GemmEpilogue {
+  enum class Kind {
+    None,
+    Bias,         // D += bias[m] (bf16), broadcast over the columns
+    GeluAuxBias,  // aux = D + bias; D = gelu(aux)
+    DGeluBGrad,   // D = D * gelu'(aux); bias_grad[m] += sum over the columns of D
+    BGradB,       // bias_grad[n] += sum over k of op(B)
+  };
+  Kind kind = Kind::None;
+  const bf16* bias = nullptr;
+  bf16* aux = nullptr;       // bf16 m x n, leading dimension m
+  float* bias_grad = nullptr;  // fp32 accumulator
+};
+
 class Gemm {
  public:
+  using Epilogue = GemmEpilogue;
+
   Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes);
   ~Gemm();
   Gemm(const Gemm&) = delete;
@@ -28,25 +47,39 @@ class Gemm {
                       int64_t out);
   // dx[rows, in] = dy[rows, out] W.
   void linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in, int64_t out);
-  // dW[out, in] += dy^T x, into the fp32 gradient.
-  void linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in, int64_t out);
+  // dW[out, in] += dy^T x, into the fp32 gradient; with dbias, also dbias[out] += column sums of
+  // dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows).
+  void linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in, int64_t out,
+                              float* dbias = nullptr);
+
+  // The MLP's GeLU in the epilogues (tanh form; gelu_epilogue_fits says when the shapes allow it).
+  // Forward: y[rows, out] = gelu(x W^T + bias) with bias bf16 [out]; pre_gelu [rows, out] receives
+  // x W^T + bias, the GELU_AUX_BIAS epilogue's aux output, which backward reads.
+  void linear_forward_gelu(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, bf16* pre_gelu,
+                           int64_t rows, int64_t in, int64_t out);
+  // Backward through the next layer and the GeLU at once (DGELU_BGRAD): dx[rows, in] =
+  // (dy W) * gelu'(pre_gelu), and dbias[in] += column sums of dx (fp32 accumulator).
+  void linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx, float* dbias,
+                                   int64_t rows, int64_t in, int64_t out);
+  // cuBLASLt's aux matrix needs a leading dimension (the GeLU layer's width) divisible by 8.
+  static bool gelu_epilogue_fits(int64_t width) { return width % 8 == 0; }
 
   // Column-major, as cuBLAS: C[m, n] = op(A) op(B) for `batch` products, operand i at base + i*stride.
   void batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
                int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc,
                int64_t stride_c, int64_t batch);
 
-  // Column-major: D[m, n] = op(A)[m, k] op(B)[k, n] + beta * D, plus bias (length m) when given.
-  // D is bf16 or fp32.
+  // Column-major: D[m, n] = op(A)[m, k] op(B)[k, n] + beta * D, then the epilogue. D is bf16 or fp32.
   void matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda, const bf16* b,
-              int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta, const bf16* bias);
+              int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta, const Epilogue& epilogue = {});
 
  private:
   struct PlanKey {
     bool trans_a, trans_b;
     int64_t m, n, k, lda, ldb, ldd;
     cudaDataType_t d_type;
-    bool accumulate, bias;
+    bool accumulate;
+    Epilogue::Kind epilogue;
     uint32_t align_a, align_b, align_d, align_bias;
     bool operator==(const PlanKey&) const = default;
   };

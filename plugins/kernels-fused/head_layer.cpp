@@ -120,7 +120,7 @@ void FusedHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
   // fp32 straight from the GEMM's accumulator: sampling compares logits, bf16 would tie many.
   // Column-major: logits^T[V/t, tokens] = word(h x V/t as stored)^T * xn^T(h x tokens).
   backend_->gemm().matmul(true, false, vocab_rows_, tokens, h, word_->working(), h, xn.get(), h, logits.as<float>(),
-                          CUDA_R_32F, vocab_rows_, 0.0f, nullptr);
+                          CUDA_R_32F, vocab_rows_, 0.0f);
 }
 
 }  // namespace ptdp::fused

@@ -14,6 +14,8 @@ struct KernelContext {
   cudaStream_t stream = nullptr;
   DeviceArena* arena = nullptr;
   int sm_count = 132;
+  // The plugin option fused_layer_norm_backward: LayerNorm's backward in one launch (layer_norm.hpp).
+  bool fused_layer_norm_backward = true;
 };
 
 // Vector width of a kernel over rows of `cols` elements: 8 (16-byte bf16 accesses) when every row

@@ -30,6 +30,14 @@ const ConfigKeySpec kSchema[] = {
      "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
      "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
     {"gemm_workspace_mb", ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
+    {"gelu_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
+     "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU + FC1's bias gradient in the "
+     "FC2 input-gradient GEMM's (DGELU_BGRAD); false: the fused bias + GeLU kernels"},
+    {"bias_grad_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
+     "the QKV bias gradient summed in the QKV weight-gradient GEMM's epilogue (BGRADB); false: a column-sum kernel"},
+    {"fused_layer_norm_backward", ConfigType::Bool, "true", 0, 0, nullptr,
+     "LayerNorm's backward in one cooperative launch that reads its inputs once; false: column sums and the input "
+     "gradient in separate launches"},
 };
 
 std::string check_model(const KernelsBinding& b) {
@@ -75,6 +83,9 @@ class KernelsFused final : public LayerKernels {
       else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
       else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
       options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
+      options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
+      options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
+      options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
     } else {
       options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
     }
@@ -93,7 +104,10 @@ class KernelsFused final : public LayerKernels {
     device_index_ = binding.device_index;
     backend_ = std::make_shared<Backend>(binding, options_);
     context_.write_log(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
-                                           backend_->attention().name() + ", tensor-parallel rank " +
+                                           backend_->attention().name() + ", GeLU epilogue " +
+                                           (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
+                                           (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
+                                           (options_.fused_layer_norm_backward ? "on" : "off") + ", tensor-parallel rank " +
                                            std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
   }
 
@@ -210,9 +224,12 @@ class KernelsFused final : public LayerKernels {
         expect_device(*t, "adam_step: parameter " + p.name);
       }
       if (p.master.numel() == 0) continue;
-      auto owner = b->parameter_by_master(p.master.data);
+      // An entry may be a range of a parameter (a distributed optimizer's shard): its working
+      // copy is the same range of the parameter's.
+      auto owner = b->parameter_holding(p.master.data);
+      bf16* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
       list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
-                                p.exp_avg_sq.as<float>(), owner ? owner->working() : nullptr, p.master.numel(),
+                                p.exp_avg_sq.as<float>(), working, p.master.numel(),
                                 p.weight_decay ? step.weight_decay : 0.0f});
     }
     if (list.empty()) return;
@@ -228,6 +245,31 @@ class KernelsFused final : public LayerKernels {
     const MultiTensorMetadata meta = pack_multi_tensor(list);
     ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,
                              b->kernels());
+  }
+
+  void place_parameters(const std::vector<ParamRef>& params) override {
+    auto& b = bound();
+    const auto live = b->parameters();
+    std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
+    for (const ParamRef& p : params) {
+      // The list names parameters as parameters() gave them; each is found by name.
+      std::shared_ptr<Parameter> owner;
+      for (const auto& candidate : live)
+        if (candidate->spec().name == p.name) {
+          if (owner) throw Error("kernels-fused: place_parameters: two parameters are named '" + p.name + "'");
+          owner = candidate;
+        }
+      if (!owner) throw Error("kernels-fused: place_parameters: no parameter named '" + p.name + "'");
+      b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " master");
+      b->expect(p.grad, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " grad");
+      found.emplace_back(owner, &p);
+    }
+    b->activate();
+    for (auto& [owner, p] : found) b->place(owner, p->master.as<float>(), p->grad.as<float>());
+    // The parameters' own blocks would otherwise stay cached in the arena, holding device memory
+    // that nothing of this size asks for again.
+    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
+    b->arena().release_cached();
   }
 
   void params_updated() override {

@@ -12,7 +12,11 @@ void layer_norm_forward(const bf16* x, const float* gamma, const float* beta, bf
                         int64_t rows, int64_t cols, float eps, const KernelContext& ctx);
 
 // dx = residual_grad + LayerNorm'(dy); dgamma += sum over rows of dy * xhat, dbeta += sum of dy
-// (fp32 accumulators). residual_grad may be null; dx may be dy or residual_grad.
+// (fp32 accumulators). residual_grad may be null; dx may be dy or residual_grad. With
+// ctx.fused_layer_norm_backward, one cooperative launch reads x and dy once and sums the
+// parameter gradients after a grid-wide barrier, where the device and the width allow it (up to
+// 16384 columns, or 2048 when not a multiple of 8); else the column sums and the input gradient
+// are separate launches. Both sum in a fixed order, so either repeats bit for bit.
 void layer_norm_backward(const bf16* dy, const bf16* x, const float* gamma, const float* mean, const float* rstd,
                          const bf16* residual_grad, bf16* dx, float* dgamma, float* dbeta, int64_t rows,
                          int64_t cols, const KernelContext& ctx);

@@ -12,6 +12,8 @@ Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, 
   // Moments start at zero and so does the master until the core initializes it.
   state_ = arena.allocate(size_t(4) * stride_ * sizeof(float));
   PTDP_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, size_t(4) * stride_ * sizeof(float), stream));
+  master_ = base();
+  grad_ = base() + stride_;
   if (spec_.working_copy) {
     working_ = arena.allocate(size_t(numel_) * sizeof(bf16));
     PTDP_CUDA_CHECK(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(bf16), stream));
@@ -34,10 +36,20 @@ ParamRef Parameter::ref() const {
   r.shard_offset = spec_.shard_offset;
   r.master = view(master());
   r.grad = view(grad());
-  r.exp_avg = view(exp_avg());
-  r.exp_avg_sq = view(exp_avg_sq());
+  if (state_) {
+    r.exp_avg = view(exp_avg());
+    r.exp_avg_sq = view(exp_avg_sq());
+  }
   r.weight_decay = spec_.weight_decay;
   return r;
+}
+
+void Parameter::place(float* master, float* grad, cudaStream_t stream) {
+  PTDP_CUDA_CHECK(cudaMemcpyAsync(master, master_, size_t(numel_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  master_ = master;
+  grad_ = grad;
+  // Released once the copy above has read it: the arena's next user of the block queues behind it.
+  state_.reset();
 }
 
 }  // namespace ptdp::fused

@@ -1,7 +1,8 @@
 #pragma once
 // Parameter: one learnable tensor as this rank holds it. Its fp32 master weight, gradient and
-// Adam moments share one zeroed arena block; tensors that a GEMM reads also get a bf16 working
-// copy, which the backend refreshes after the master changes.
+// Adam moments share one zeroed arena block until the core places master and gradient in its
+// own buffers (the moments are the core's then); tensors that a GEMM reads also get a bf16
+// working copy, which the backend refreshes after the master changes.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,12 +30,15 @@ class Parameter {
 
   const ParameterSpec& spec() const { return spec_; }
   int64_t numel() const { return numel_; }
-  float* master() const { return base(); }
-  float* grad() const { return base() + stride_; }
-  float* exp_avg() const { return base() + 2 * stride_; }
-  float* exp_avg_sq() const { return base() + 3 * stride_; }
+  float* master() const { return master_; }
+  float* grad() const { return grad_; }
+  float* exp_avg() const { return state_ ? base() + 2 * stride_ : nullptr; }
+  float* exp_avg_sq() const { return state_ ? base() + 3 * stride_ : nullptr; }
   bf16* working() const { return static_cast<bf16*>(working_.get()); }
   ParamRef ref() const;
+  // The master weights (copied on the stream) and the gradient move to the core's memory; this
+  // parameter's own block goes back to the arena.
+  void place(float* master, float* grad, cudaStream_t stream);
 
  private:
   float* base() const { return static_cast<float*>(state_.get()); }
@@ -42,7 +46,9 @@ class Parameter {
   int device_;
   int64_t numel_;
   int64_t stride_;                 // numel rounded up so that each part starts 256-byte aligned
-  std::shared_ptr<void> state_;    // master | grad | exp_avg | exp_avg_sq
+  std::shared_ptr<void> state_;    // master | grad | exp_avg | exp_avg_sq, until placed
+  float* master_ = nullptr;
+  float* grad_ = nullptr;
   std::shared_ptr<void> working_;  // bf16 copy of master, or null
 };
 

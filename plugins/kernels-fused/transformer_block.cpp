@@ -21,7 +21,7 @@ struct FusedTransformerBlock::Activations {
   DeviceBuffer<bf16> h;           // after attention      [tokens, h]
   DeviceBuffer<bf16> ln2;         // ln2(h)               [tokens, h]
   DeviceBuffer<float> ln2_stats;  // mean | rstd         [2, tokens]
-  DeviceBuffer<bf16> fc1;         // FC1 output before its bias [tokens, ffn]
+  DeviceBuffer<bf16> fc1;         // FC1 output: before its bias, or with it under gelu_epilogue [tokens, ffn]
   DeviceBuffer<bf16> act;         // gelu(fc1 + bias)     [tokens, ffn]
 };
 
@@ -48,7 +48,9 @@ FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, i
   ln2_weight_ = make("ln2.weight", {h}, -1, 0, {h}, false, false);
   ln2_bias_ = make("ln2.bias", {h}, -1, 0, {h}, false, false);
   fc1_weight_ = make("mlp.fc1.weight", {m.ffn_hidden, h}, 0, r * ffn_, {ffn_, h}, true, true);
-  fc1_bias_ = make("mlp.fc1.bias", {m.ffn_hidden}, 0, r * ffn_, {ffn_}, false, false);
+  // A bf16 working copy for the GeLU epilogue, which reads its bias in bf16 (as QKV's).
+  gelu_epilogue_ = backend_->options().gelu_epilogue && Gemm::gelu_epilogue_fits(ffn_);
+  fc1_bias_ = make("mlp.fc1.bias", {m.ffn_hidden}, 0, r * ffn_, {ffn_}, false, gelu_epilogue_);
   fc2_weight_ = make("mlp.fc2.weight", {h, m.ffn_hidden}, 1, r * ffn_, {h, ffn_}, true, true);
   fc2_bias_ = make("mlp.fc2.bias", {h}, -1, 0, {h}, false, false);
 }
@@ -105,8 +107,15 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   // MLP half. `out` is written last, so it may be the same memory as `in`.
   layer_norm_forward(a->h.get(), ln2_weight_->master(), ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
                      a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
-  gemm.linear_forward(a->ln2.get(), fc1_weight_->working(), nullptr, a->fc1.get(), tokens, h, ffn_);
-  bias_gelu_forward(a->fc1.get(), fc1_bias_->master(), a->act.get(), tokens, ffn_, k);
+  if (gelu_epilogue_) {
+    // The GeLU input is written even when nothing is saved: one epilogue for both, so a
+    // recomputed forward gives the bits of the saved one.
+    gemm.linear_forward_gelu(a->ln2.get(), fc1_weight_->working(), fc1_bias_->working(), a->act.get(),
+                             a->fc1.get(), tokens, h, ffn_);
+  } else {
+    gemm.linear_forward(a->ln2.get(), fc1_weight_->working(), nullptr, a->fc1.get(), tokens, h, ffn_);
+    bias_gelu_forward(a->fc1.get(), fc1_bias_->master(), a->act.get(), tokens, ffn_, k);
+  }
   gemm.linear_forward(a->act.get(), fc2_weight_->working(), nullptr, partial.get(), tokens, ffn_, h);
   backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
   bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<bf16>(), tokens, h,
@@ -137,8 +146,14 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   bias_dropout_add_backward(dy, d_branch.get(), fc2_bias_->grad(), tokens, h,
                             backend_->dropout_site(mb, 2 + 2 * layer_), k);
   gemm.linear_backward_weight(d_branch.get(), a->act.get(), fc2_weight_->grad(), tokens, ffn_, h);
-  gemm.linear_backward_input(d_branch.get(), fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
-  bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_, k);
+  if (gelu_epilogue_) {
+    gemm.linear_backward_input_dgelu(d_branch.get(), fc2_weight_->working(), a->fc1.get(), d_ffn.get(),
+                                     fc1_bias_->grad(), tokens, ffn_, h);
+  } else {
+    gemm.linear_backward_input(d_branch.get(), fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
+    bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_,
+                       k);
+  }
   gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
   gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
@@ -154,8 +169,13 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   gemm.linear_backward_weight(d_branch.get(), a->ctx.get(), proj_weight_->grad(), tokens, width_, h);
   gemm.linear_backward_input(d_branch.get(), proj_weight_->working(), d_ctx.get(), tokens, width_, h);
   backend_->attention().backward(a->qkv.get(), a->ctx.get(), d_ctx.get(), a->attention.get(), d_qkv.get());
-  column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
-  gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_);
+  if (backend_->options().bias_grad_epilogue) {
+    gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_,
+                                qkv_bias_->grad());
+  } else {
+    column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
+    gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_);
+  }
   gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
   // din is written last, so it may be the same memory as dout.

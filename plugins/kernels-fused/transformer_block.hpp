@@ -28,6 +28,7 @@ class FusedTransformerBlock final : public TransformerBlock {
   int layer_;
   int64_t width_ = 0;  // this rank's attention width (heads / t * head_dim)
   int64_t ffn_ = 0;    // this rank's FFN columns
+  bool gelu_epilogue_ = false;  // the option, where this rank's FFN width allows it
   std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
   SavedSlots<std::shared_ptr<Activations>> saved_;

@@ -48,20 +48,20 @@ RefBlock::RefBlock(std::shared_ptr<const Partition> partition, int layer_index)
   const Partition& p = *part_;
   const int64_t h = p.model.hidden, f = p.model.ffn_hidden;
   const std::string n = name_ + ".";
-  ln1_weight_ = replicated_parameter(n + "ln1.weight", {h}, false);
-  ln1_bias_ = replicated_parameter(n + "ln1.bias", {h}, false);
+  ln1_weight_ = replicated_parameter(n + "ln1.weight", {h}, false, p);
+  ln1_bias_ = replicated_parameter(n + "ln1.bias", {h}, false, p);
   // [3, h, h] is the [3h, h] QKV weight with its q, k and v row blocks apart, so that splitting
   // dim 1 gives each rank the rows of its heads in all three.
   qkv_weight_ = sharded_parameter(n + "attn.qkv.weight", {3, h, h}, 1, p, true);
   qkv_bias_ = sharded_parameter(n + "attn.qkv.bias", {3, h}, 1, p, false);
   proj_weight_ = sharded_parameter(n + "attn.proj.weight", {h, h}, 1, p, true);
-  proj_bias_ = replicated_parameter(n + "attn.proj.bias", {h}, false);
-  ln2_weight_ = replicated_parameter(n + "ln2.weight", {h}, false);
-  ln2_bias_ = replicated_parameter(n + "ln2.bias", {h}, false);
+  proj_bias_ = replicated_parameter(n + "attn.proj.bias", {h}, false, p);
+  ln2_weight_ = replicated_parameter(n + "ln2.weight", {h}, false, p);
+  ln2_bias_ = replicated_parameter(n + "ln2.bias", {h}, false, p);
   fc1_weight_ = sharded_parameter(n + "mlp.fc1.weight", {f, h}, 0, p, true);
   fc1_bias_ = sharded_parameter(n + "mlp.fc1.bias", {f}, 0, p, false);
   fc2_weight_ = sharded_parameter(n + "mlp.fc2.weight", {h, f}, 1, p, true);
-  fc2_bias_ = replicated_parameter(n + "mlp.fc2.bias", {h}, false);
+  fc2_bias_ = replicated_parameter(n + "mlp.fc2.bias", {h}, false, p);
 }
 
 std::vector<ParamRef> RefBlock::parameters() {

@@ -12,7 +12,7 @@ RefEmbedding::RefEmbedding(std::shared_ptr<const Partition> partition)
     : part_(std::move(partition)), saved_tokens_("embedding") {
   const ModelSpec& m = part_->model;
   word_ = sharded_parameter("embedding.word", {m.padded_vocab, m.hidden}, 0, *part_, true);
-  position_ = replicated_parameter("embedding.position", {m.seq_len, m.hidden}, true);
+  position_ = replicated_parameter("embedding.position", {m.seq_len, m.hidden}, true, *part_);
 }
 
 std::vector<ParamRef> RefEmbedding::parameters() { return {word_->ref, position_->ref}; }

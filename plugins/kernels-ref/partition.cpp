@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "parameter.hpp"
+
 namespace ptdp::kref {
 
 namespace {
@@ -62,7 +64,7 @@ Partition make_partition(const KernelsBinding& b) {
     require((b.tp->memory_kinds() & memory_bit(MemoryKind::Host)) != 0,
             "the tensor-parallel communicator '" + b.tp->name() + "' cannot move host memory");
   }
-  return Partition{m, b.tp_rank, b.tp_size, b.tp};
+  return Partition{m, b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>()};
 }
 
 }  // namespace ptdp::kref

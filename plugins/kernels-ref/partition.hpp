@@ -2,16 +2,20 @@
 // This rank's share of the model across the tensor-parallel group: the model, the rank's place
 // in the group, and the widths of everything the Megatron partitioning splits.
 #include <cstdint>
+#include <memory>
 
 #include <ptdp/layer_kernels.hpp>
 
 namespace ptdp::kref {
+
+class ParameterRegistry;
 
 struct Partition {
   ModelSpec model;
   int rank = 0;
   int size = 1;
   Communicator* group = nullptr;  // null only when size == 1
+  std::shared_ptr<ParameterRegistry> parameters;  // every parameter the layers made
 
   int64_t tokens() const { return int64_t{model.seq_len} * model.micro_batch; }  // s * b
   int64_t head_dim() const { return model.hidden / model.heads; }

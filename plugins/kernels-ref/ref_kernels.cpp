@@ -11,6 +11,7 @@
 #include "embedding.hpp"
 #include "head.hpp"
 #include "host_memory.hpp"
+#include "parameter.hpp"
 #include "partition.hpp"
 #include "tensor_checks.hpp"
 
@@ -113,6 +114,10 @@ double RefKernels::sum_squares(const std::vector<Tensor>& tensors) {
 
 void RefKernels::adam_step(const std::vector<ParamRef>& params, const AdamStep& step) {
   for (const ParamRef& p : params) adam_update(p, step);
+}
+
+void RefKernels::place_parameters(const std::vector<ParamRef>& params) {
+  bound("place_parameters").parameters->place(params);
 }
 
 }  // namespace ptdp::kref

@@ -39,6 +39,7 @@ class RefKernels : public LayerKernels {
   void fill_zero(Tensor t) override;
   double sum_squares(const std::vector<Tensor>& tensors) override;
   void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override;
+  void place_parameters(const std::vector<ParamRef>& params) override;
   // Masters are the working weights here, so there is nothing to refresh.
   void params_updated() override {}
   void synchronize() override {}

@@ -10,15 +10,15 @@ cd "$(dirname "$0")/../.."
 # BUILD_DIR=build reuses the default preset's folder when it was configured with CUDA (same sm_90).
 build=${BUILD_DIR:-build-gpu}
 [ "$build" = build-gpu ] && cmake --preset gpu >/dev/null
-cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test test-conformance-comm \
+cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks comm-nccl-device-test test-conformance-comm test-conformance-kernels \
   ptdp-plugin-kernels-fused ptdp-plugin-comm-nccl ptdp-plugin-kernels-ref ptdp-plugin-comm-ucx \
-  ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs
+  ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs ptdp-profiler-cupti
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/bench" "$stage/deps/ucx"
 cp "$build"/bin/ptdp-host "$build"/bin/kernels-fused-device-checks "$build"/bin/comm-nccl-device-test \
-  "$build"/bin/test-conformance-comm "$stage/bin/"
+  "$build"/bin/test-conformance-comm "$build"/bin/test-conformance-kernels "$stage/bin/"
 cp -r "$build"/lib/ptdp "$stage/lib/"
 # The wheel's UCX, with its transport modules (cuda_copy and cuda_ipc are in libuct_cuda).
 ucx=.deps/ucx/libucx/lib
@@ -30,6 +30,8 @@ cp -L "$ucx"/ucx/libuct_cuda.so* "$ucx"/ucx/libucm_cuda.so* "$ucx"/ucx/libuct_cm
 ldd "$build"/bin/ptdp-host "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' | sort -u |
   grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt|cuda|nccl|cudnn|cublas|libuc[pstm]' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
+# CUPTI for run --profile: part of the CUDA toolkit, which the GPU machine need not have whole.
+ldd "$build"/lib/ptdp/profiler/libptdp-profiler-cupti.so | awk '/libcupti/{print $3}' | while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 cp bench/torch_gpt.py "$stage/bench/"
 mkdir -p .gpu-bundle
 tar czf .gpu-bundle/bundle.tar.gz -C "$stage" .

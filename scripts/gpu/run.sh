@@ -2,19 +2,26 @@
 # Runs on the GPU machine, from the repository root, with .gpu-bundle carried (made on the build
 # machine by scripts/gpu/build.sh); builds nothing. Parts, in order, as arguments (default: all but largest):
 #   smoke    three steps on one rank and on two ranks sharing the GPU; stacks of a run that hangs
-#   tests    device tests of kernels-fused (each kernel and the model against kernels-ref) and
-#            comm-nccl's own checks
+#   tests    device tests of kernels-fused (each kernel against fp64, the optimizer against
+#            kernels-ref), the LayerKernels conformance suite for kernels-fused with its fusions on,
+#            off and with unfused attention, and comm-nccl's own checks
 #   conformance  the communicator conformance suite on CUDA memory: comm-ucx with 8 ranks sharing
 #            the GPU, comm-nccl with one rank per GPU (its two-rank tests are reported not run)
 #   losses   20 training steps of a small GPT on the GPU against the same run on the CPU
 #   layouts  tensor, pipeline and data parallel layouts of a small GPT with every rank on one GPU
 #            (comm-ucx), each against the single-rank losses and kernels-ref; a rank killed mid-step
 #   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
+#   dopt     data parallelism on one GPU (comm-ucx, ranks sharing it): the small GPT at d 2 with and
+#            without the distributed optimizer against d 1; the 1.3B model at d 2 with and without
+#            it against d 1, with each rank's peak device memory
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
 #            micro-batch 4 against 8 at global batch 8 (the same model trained either way)
 #   largest  the largest model that trains, with and without full recomputation
+#   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
+#   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
+#            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz)
 # Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
 # ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
@@ -27,6 +34,11 @@ mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
+# The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every fusion
+# on, flash attention), every fusion off, and the unfused attention path.
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
+FUSIONS_OFF=(--set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
+             --set plugins.options.kernels.fused_layer_norm_backward=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
 : > "$table"
@@ -73,6 +85,35 @@ with_peak_memory() {  # outfile cmd...
   sort -n "$out.mem" | tail -1 | awk '{printf "%.1f\n", $1/1024}' > "$out"
   return $rc
 }
+# Peak GPU memory (GiB) of each process on the GPU while a command runs, highest first.
+with_rank_memory() {  # outfile cmd...
+  local out=$1; shift
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 200 > "$out.mem" &
+  local sampler=$!
+  "$@"
+  local rc=$?
+  kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+  awk -F', *' '$1 ~ /^[0-9]+$/ && $2 + 0 > peak[$1] { peak[$1] = $2 + 0 } END { for (p in peak) printf "%.1f\n", peak[p] / 1024 }' "$out.mem" |
+    sort -rn | paste -sd' ' > "$out"
+  return $rc
+}
+# The largest relative difference of two --metrics files' losses, "no run" unless both have N steps.
+loss_gap() {  # file file steps
+  python3 - "$@" <<'PY'
+import json, sys
+def losses(path):
+    try:
+        return [r["loss"] for r in (json.loads(l) for l in open(path) if l.strip()) if "step" in r]
+    except OSError:
+        return []
+a, b, n = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+if len(a) != n or len(b) != n:
+    print(f"FAIL: {len(a)} and {len(b)} of {n} steps")
+else:
+    w = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+    print(f"{'PASS' if w < 2e-2 else 'FAIL'}: max relative difference {w:.2e} (bf16 tolerance 2e-2), loss {b[0]:.4f} -> {b[-1]:.4f}")
+PY
+}
 
 for part in $parts; do
 case $part in
@@ -81,6 +122,12 @@ tests)
   rc=$?
   row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
   grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
+  # Every setting of the fusion options against kernels-ref (tests/kernels_conformance).
+  PTDP_CONFORMANCE_KERNELS="$KERNELS_CONFORMANCE" timeout 300 "$B/bin/test-conformance-kernels" \
+    > "$OUT/conformance-kernels.log" 2>&1
+  rc=$?
+  row "conformance suite, kernels-fused settings" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/conformance-kernels.log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log") fail (exit $rc)"
+  grep -E '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log" | head -20
   "$B/bin/comm-nccl-device-test" > "$OUT/comm-nccl-checks.log" 2>&1
   rc=$?
   row "comm-nccl device checks" "$(count PASS comm-nccl-checks.log) pass, $(count FAIL comm-nccl-checks.log) fail, $(count SKIP comm-nccl-checks.log) need 2 GPUs (exit $rc)"
@@ -215,6 +262,29 @@ for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2
           f"(10 steps, loss {b[0] if b else float('nan'):.4f} -> {b[-1] if b else float('nan'):.4f})")
 PY
   ;;
+dopt)
+  # The small GPT, 20 steps: d 2 with and without the distributed optimizer against d 1 (same
+  # global batch, so the same model trained).
+  M=examples/gpt-small-1gpu-layouts.toml
+  timed_run dopt-d1 $M
+  timed_run dopt-d2 $M --nproc 2 --set parallel.data=2
+  timed_run dopt-d2-distopt $M --nproc 2 --set parallel.data=2 --set parallel.distributed_optimizer=true
+  row "small d 2 vs d 1" "$(loss_gap "$OUT/dopt-d2.jsonl" "$OUT/dopt-d1.jsonl" 20)"
+  row "small d 2 distributed optimizer vs d 1" "$(loss_gap "$OUT/dopt-d2-distopt.jsonl" "$OUT/dopt-d1.jsonl" 20)"
+  # The 1.3B model, 10 steps at B 8: two ranks on the one GPU over comm-ucx, each rank's peak
+  # device memory (nvidia-smi, per process) with and without the distributed optimizer.
+  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2
+       --set parallel.global_batch=8)
+  timed_run dopt-big-d1 examples/gpt-1gpu.toml "${big[@]}"
+  for arm in "d2 false" "d2-distopt true"; do
+    read -r name distopt <<< "$arm"
+    with_rank_memory "$OUT/dopt-big-$name.peak" timed_run dopt-big-$name examples/gpt-1gpu.toml "${big[@]}" \
+      --nproc 2 --set parallel.data=2 --set parallel.distributed_optimizer=$distopt
+    row "1.3B $name vs d 1" "$(loss_gap "$OUT/dopt-big-$name.jsonl" "$OUT/dopt-big-d1.jsonl" 10)"
+    row "1.3B $name: peak GiB per rank (nvidia-smi)" "$(cat "$OUT/dopt-big-$name.peak")"
+    row "1.3B $name: rank 0 allocated" "$(grep -oE 'fp32 master weights .*' "$OUT/dopt-big-$name.log" | head -1)"
+  done
+  ;;
 bench)
   for b in 4 8; do
     with_peak_memory "$OUT/bench-b$b.peak" "$HOST" run examples/gpt-1gpu.toml --set parallel.micro_batch=$b \
@@ -263,6 +333,29 @@ largest)
       row "l=$l h=$h recompute=$recompute trains" "$(steady "$OUT/$name.jsonl" tflops_per_gpu 2) TFLOP/s per GPU, peak $(cat "$OUT/$name.peak") GiB"
     done
   done
+  ;;
+fusions)
+  # kernels-fused's fusion options all on (the defaults) against all off, in one ptdp-host ab:
+  # arms interleaved, so the GPU's clock drift falls on both alike. AB_ROUNDS sets jobs per arm.
+  "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-4}" --steps 10 --warmup 3 --out "$OUT/ab-fusions" \
+    --arm fused --arm unfused "${FUSIONS_OFF[@]}" > "$OUT/ab-fusions.log" 2>&1
+  row "ab: fusions on vs off, 1.3B b=4" "exit $?"
+  if [ -f "$OUT/ab-fusions/report.md" ]; then
+    cp "$OUT/ab-fusions/report.md" "$RESULTS/ab-fusions.md"; cp "$OUT/ab-fusions/report.svg" "$RESULTS/ab-fusions.svg"
+    tee -a "$table" < "$OUT/ab-fusions/report.md"
+  else
+    tail -5 "$OUT/ab-fusions.log"
+  fi
+  ;;
+profile)
+  # The table from a run without --trace: the trace's waits around every op would add idle time.
+  RUN_LIMIT_S=300 timed_run profile examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 --profile --trace-steps 3
+  row "profile: 1.3B b=4, steps 2-4" "exit $?, table below"
+  sed -n '/profile of rank/,/summed over streams/p' "$OUT/profile.log" | tee -a "$table"
+  RUN_LIMIT_S=300 timed_run profile-trace examples/gpt-1gpu.toml --set run.steps=3 --profile --trace "$OUT/profile-trace.json" \
+    --trace-steps 1
+  row "profile: trace with GPU stream tracks" "exit $?"
+  [ -f "$OUT/profile-trace.json" ] && gzip -c "$OUT/profile-trace.json" > "$RESULTS/profile-trace.json.gz"
   ;;
 *) echo "unknown part: $part"; exit 2 ;;
 esac

@@ -70,7 +70,7 @@ class CheckpointStoreConformance : public ::testing::TestWithParam<std::string> 
   std::shared_ptr<CheckpointStore> store(int rank = 0, int world = 1, bool writing = true) {
     PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
     const PluginInfo& info = registry.load(GetParam(), PluginKind::CheckpointStore, "checkpoint");
-    auto object = create_plugin<CheckpointStore>(info, toml::table{}, rank, world);
+    auto object = create_plugin<CheckpointStore>(info, toml::table{}, PluginPlace{rank, world});
     if (writing) object->open(root_.string());
     else object->open_existing(root_.string());
     return object;
@@ -189,7 +189,7 @@ TEST_P(CheckpointStoreConformance, DiscardUnfinishedClearsInterruptedSavesOnly) 
 TEST_P(CheckpointStoreConformance, OpenExistingRefusesAMissingFolderAndCreatesNothing) {
   PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
   auto s = create_plugin<CheckpointStore>(registry.load(GetParam(), PluginKind::CheckpointStore, "checkpoint"),
-                                          toml::table{}, 0, 1);
+                                          toml::table{});
   EXPECT_NE(error_of([&] { s->open_existing(root_.string()); }), "(no error)");
   EXPECT_FALSE(fs::exists(root_));
 }

@@ -247,6 +247,18 @@ TEST_P(CommunicatorConformance, ReduceScatterMatchesReference) {
                         where(group, std::string("reduce_scatter ") + op_name(op), count));
         }
     }
+    // In place: the output is this rank's block of the input (the distributed optimizer's bucket).
+    Group world = whole(r);
+    const size_t n = world.members.size(), count = 1023, me = static_cast<size_t>(world.comm->rank());
+    Buffer<float> buffer(r.memory, values<float>(r.rank, n * count, 78));
+    world.comm->reduce_scatter(buffer.tensor(), buffer.tensor().flat_slice(static_cast<int64_t>(me * count), count),
+                               ReduceOp::Sum);
+    const std::vector<float> all = reference<float>(world.members, n * count, 78, ReduceOp::Sum), got = buffer.download();
+    require_equal(std::vector<float>(got.begin() + static_cast<std::ptrdiff_t>(me * count),
+                                     got.begin() + static_cast<std::ptrdiff_t>((me + 1) * count)),
+                  std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(me * count),
+                                     all.begin() + static_cast<std::ptrdiff_t>((me + 1) * count)),
+                  "in-place reduce_scatter of 1023");
   });
 }
 

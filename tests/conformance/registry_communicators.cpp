@@ -53,7 +53,7 @@ int gpus_present() {
 std::shared_ptr<Communicator> create(const std::string& plugin) {
   PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
   const PluginInfo& info = registry.load(plugin, PluginKind::Communicator, "comm");
-  return create_plugin<Communicator>(info, toml::table{}, 0, 1);
+  return create_plugin<Communicator>(info, toml::table{});
 }
 
 Declared declared_by(const std::string& plugin) {

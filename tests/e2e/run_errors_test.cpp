@@ -38,6 +38,16 @@ TEST(RunErrors, InterleavingNeedsMicrobatchesDivisibleByStages) {
   EXPECT_NE(r.output.find("virtual_stages"), std::string::npos) << r.output;
 }
 
+TEST(RunErrors, ProfileOnTheHostIsRefusedOnceBeforeRanksStart) {
+  TinyGptWorkspace ws;
+  const HostRun r = ws.run({"parallel.tensor=2"}, 2, "--profile");
+  EXPECT_NE(r.exit_code, 0);
+  const std::string reason = "--profile records a GPU's kernels and copies, but plugins.kernels 'kernels-ref' computes on the host";
+  ASSERT_NE(r.output.find(reason), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(reason), r.output.rfind(reason)) << "reported more than once:\n" << r.output;
+  EXPECT_EQ(r.output.find("starting"), std::string::npos) << "ranks were started:\n" << r.output;
+}
+
 TEST(RunErrors, MissingPlugin) {
   TinyGptWorkspace ws;
   const HostRun r = ws.run({"plugins.comm=\"no-such-comm\""}, 1);

@@ -1,27 +1,15 @@
 // Strict optimizer semantics: for the same global batch, seed and model, every layout
 // (p, t, d, v, scatter/gather, recomputation) gives the losses of one rank within float
 // rounding. This is the property the whole system is built to keep.
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <ostream>
 
 #include "host_run.hpp"
+#include "layout.hpp"
 
 namespace ptdp::test {
 namespace {
-
-struct Layout {
-  int p, t, d, v;
-  bool scatter_gather;
-  bool recompute;
-  std::string name() const {
-    return fmt::format("p{}_t{}_d{}_v{}{}{}", p, t, d, v, scatter_gather ? "_sg" : "", recompute ? "_recompute" : "");
-  }
-};
-
-void PrintTo(const Layout& layout, std::ostream* os) { *os << layout.name(); }
 
 class StrictSemantics : public ::testing::TestWithParam<Layout> {
  protected:
@@ -44,13 +32,7 @@ TEST_P(StrictSemantics, LossesEqualSingleRank) {
   ASSERT_EQ(baseline_->losses.size(), 5u) << baseline_->output;
   EXPECT_LT(baseline_->losses.back(), baseline_->losses.front()) << "the single-rank run does not learn";
   const Layout l = GetParam();
-  std::vector<std::string> sets = {
-      "parallel.pipeline=" + std::to_string(l.p), "parallel.tensor=" + std::to_string(l.t),
-      "parallel.data=" + std::to_string(l.d), "parallel.virtual_stages=" + std::to_string(l.v),
-      std::string("parallel.scatter_gather=") + (l.scatter_gather ? "true" : "false"),
-      std::string("parallel.recompute=") + (l.recompute ? "\"full\"" : "\"none\"")};
-  if (l.v > 1) sets.push_back("plugins.scheduler=\"sched-interleaved\"");
-  const HostRun run = workspace_->run(sets, l.p * l.t * l.d);
+  const HostRun run = workspace_->run(l.sets(), l.ranks());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_EQ(run.losses.size(), baseline_->losses.size()) << run.output;
   for (size_t i = 0; i < run.losses.size(); ++i)

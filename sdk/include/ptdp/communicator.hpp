@@ -76,8 +76,10 @@ class Communicator {
   virtual void bind_stream(void* stream) = 0;
 
   virtual void all_reduce(Tensor buffer, ReduceOp op) = 0;                  // in place
-  virtual void reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) = 0;  // in = size*out
-  virtual void all_gather(const Tensor& input, Tensor output) = 0;         // out = size*in, rank order
+  // in = size*out; in place when output is this rank's block of input
+  virtual void reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) = 0;
+  // out = size*in, rank order; in place when input is this rank's block of output
+  virtual void all_gather(const Tensor& input, Tensor output) = 0;
   virtual void broadcast(Tensor buffer, int root) = 0;
 
   virtual void group_start() = 0;

@@ -54,8 +54,8 @@ struct ParamRef {
   int64_t shard_offset = 0;    // start of this rank's part along shard_dim
   Tensor master;               // fp32 master weights, this rank's part
   Tensor grad;                 // fp32 gradient accumulator, same shape
-  Tensor exp_avg;              // Adam first moment, fp32
-  Tensor exp_avg_sq;           // Adam second moment, fp32
+  Tensor exp_avg;              // Adam first moment, fp32 (the backend's until place_parameters;
+  Tensor exp_avg_sq;           // Adam second moment, fp32  the core's optimizer state after it)
   bool weight_decay = true;    // false for biases and LayerNorm parameters
 };
 
@@ -158,7 +158,19 @@ class LayerKernels {
   virtual void fill_zero(Tensor t) = 0;
   // Sum of squares of F32 tensors, accumulated in double where the backend can.
   virtual double sum_squares(const std::vector<Tensor>& tensors) = 0;
+  // Updates each entry's master and moments from its gradient. An entry may be a flat range of
+  // a parameter (1-D views of master, grad and moments at the same offset into it, as a
+  // distributed optimizer's shard cuts parameters); the backend keeps any working copy of that
+  // range in step.
   virtual void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) = 0;
+  // Since ABI 1.3. From now on each parameter's master weights and gradient live where
+  // params[i].master and params[i].grad point (f32 memory from allocate(), the parameter's shape;
+  // for the core, views into one buffer per model chunk that it reduces in place, without
+  // copies). params lists parameters as parameters() gave them, with only those two tensors
+  // changed; the backend copies the current master values over, then frees its own master,
+  // gradient and moment memory (the optimizer state is the core's from here on). Called at most
+  // once, before the first forward.
+  virtual void place_parameters(const std::vector<ParamRef>& params) = 0;
   // The core wrote master weights (initialization, checkpoint load): refresh working copies.
   virtual void params_updated() = 0;
   virtual void synchronize() = 0;

@@ -21,7 +21,7 @@
 #include "ptdp/error.hpp"
 
 #define PTDP_ABI_MAJOR 1
-#define PTDP_ABI_MINOR 2
+#define PTDP_ABI_MINOR 3
 #define PTDP_PLUGIN_ENTRY ptdp_plugin_v1
 #define PTDP_PLUGIN_ENTRY_NAME "ptdp_plugin_v1"
 
@@ -67,6 +67,12 @@ struct PluginContext {
   int world_size = 1;
   void (*log)(void* user, LogLevel level, const char* message) = nullptr;
   void* log_user = nullptr;
+  // Since ABI 1.2 (a host of an older minor refuses a 1.2 plugin, so these are always set when
+  // a plugin reads them): where this process sits on its node, so that a communicator can pick
+  // the network interface or GPU near its local rank.
+  int local_rank = 0;
+  int local_world_size = 1;
+  const char* host = "";  // this node's host name
 
   void write_log(LogLevel level, const std::string& message) const {
     if (log) log(log_user, level, message.c_str());

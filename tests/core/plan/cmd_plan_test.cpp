@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 
 #include "support/host_command.hpp"
@@ -56,6 +57,27 @@ TEST(HostPlanCommand, SvgDrawsThroughputAgainstPipelineAndTensor) {
   for (size_t at = text.find("<rect class=\"cell"); at != std::string::npos; at = text.find("<rect class=\"cell", at + 1))
     ++cells;
   EXPECT_EQ(cells, 10);
+}
+
+TEST(HostPlanCommand, TheGivenLayoutsModelStateIsShownWithAndWithoutTheDistributedOptimizer) {
+  const std::string args = quoted(kManifest) + " --cluster " + quoted(kH200) +
+                           " --set parallel.global_batch=32 --set launch.nproc_per_node=8 --set parallel.data=8 --top 1";
+  const std::regex line(R"(given, per GPU of stage 0: weights ([0-9.]+) \+ gradients ([0-9.]+) GiB, optimizer state )"
+                        R"(([0-9.]+) GiB without the distributed optimizer, ([0-9.]+) GiB with it)");
+  double given_gib[2] = {0, 0};
+  for (const bool sharded : {false, true}) {
+    const auto result = plan(args + (sharded ? " --set parallel.distributed_optimizer=true" : ""));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(result.output, m, line)) << result.output;
+    EXPECT_LT(std::stod(m[4]), std::stod(m[3])) << result.output;
+    // The given row's total follows the manifest's choice.
+    std::smatch row;
+    ASSERT_TRUE(std::regex_search(result.output, row, std::regex(R"(\ngiven +p 1 t 1 d 8 b 4 v 1[^\n]*? +(yes|no) +([0-9.]+))")))
+        << result.output;
+    given_gib[sharded] = std::stod(row[2]);
+  }
+  EXPECT_LT(given_gib[1], given_gib[0]);
 }
 
 TEST(HostPlanCommand, NoLayoutFitsIsExitOneWithTheSmallest) {

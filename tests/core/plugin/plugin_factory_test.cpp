@@ -4,6 +4,8 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <sstream>
 
 #include "plugin_test_support.hpp"
@@ -38,28 +40,35 @@ class CapturedLog {
 toml::table parse(const std::string& text) { return toml::parse(text); }
 
 std::string config_refusal(const std::string& options) {
-  return refusal([&] { create_plugin<Scheduler>(probe(), parse(options), 0, 1); });
+  return refusal([&] { create_plugin<Scheduler>(probe(), parse(options)); });
 }
 
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// A plugin learns its global and local rank and its node's name (to pick a network interface).
 TEST(PluginFactory, FillsDefaultsAndPassesRank) {
   CapturedLog log;
-  auto scheduler = create_plugin<Scheduler>(probe(), parse("label = 'run-a'"), 3, 8);
+  auto scheduler = create_plugin<Scheduler>(probe(), parse("label = 'run-a'"), PluginPlace{3, 8, 1, 4});
   EXPECT_EQ(scheduler->stage_ops({1, 1, 4}, 0).size(), 2u);  // depth defaults to 2
   EXPECT_EQ(log.text(),
-            "info [sched-probe] depth=2 ratio=0.500000 mode=flash verbose=false label=run-a rank=3/8\n");
+            "info [sched-probe] depth=2 ratio=0.500000 mode=flash verbose=false label=run-a rank=3/8 local=1/4 host=" + host_name() + "\n");
 }
 
 TEST(PluginFactory, OptionsOverrideDefaults) {
   CapturedLog log;
   auto scheduler =
-      create_plugin<Scheduler>(probe(), parse("depth = 5\nratio = 1\nmode = 'naive'\nverbose = true\nlabel = 'b'"), 0, 1);
+      create_plugin<Scheduler>(probe(), parse("depth = 5\nratio = 1\nmode = 'naive'\nverbose = true\nlabel = 'b'"));
   EXPECT_EQ(scheduler->stage_ops({1, 1, 4}, 0).size(), 5u);
   EXPECT_CONTAINS(log.text(), "depth=5 ratio=1.000000 mode=naive verbose=true label=b");
 }
 
 TEST(PluginFactory, ObjectKeepsItsConfigUntilDestroyedByThePlugin) {
   CapturedLog log;
-  auto scheduler = create_plugin<Scheduler>(probe(), parse("label = 'kept'"), 0, 1);
+  auto scheduler = create_plugin<Scheduler>(probe(), parse("label = 'kept'"));
   EXPECT_EQ(log.text().find("released"), std::string::npos);
   std::shared_ptr<Scheduler> alias = scheduler;
   scheduler.reset();
@@ -106,12 +115,12 @@ TEST(PluginFactory, RefusesMissingRequiredKey) {
 }
 
 TEST(PluginFactory, InitFailureCarriesThePluginsMessage) {
-  EXPECT_EQ(refusal([] { create_plugin_object(probe("broken-create"), {}, 0, 1); }),
+  EXPECT_EQ(refusal([] { create_plugin_object(probe("broken-create"), {}); }),
             "plugin 'broken-create': init failed: no device 7 on this host");
 }
 
 TEST(PluginFactory, RefusesInterfaceOfAnotherKind) {
-  EXPECT_EQ(refusal([] { create_plugin<LayerKernels>(probe(), parse("label = 'x'"), 0, 1); }),
+  EXPECT_EQ(refusal([] { create_plugin<LayerKernels>(probe(), parse("label = 'x'")); }),
             "plugin " + probe().path + " is a scheduler plugin, not a kernels plugin");
 }
 

@@ -16,7 +16,8 @@ class ProbeScheduler final : public ptdp::Scheduler {
                           config.get_string("mode") + " verbose=" +
                           (config.get_bool("verbose") ? "true" : "false") + " label=" +
                           config.get_string("label") + " rank=" + std::to_string(context.rank) +
-                          "/" + std::to_string(context.world_size));
+                          "/" + std::to_string(context.world_size) + " local=" + std::to_string(context.local_rank) + "/" +
+                          std::to_string(context.local_world_size) + " host=" + context.host);
   }
 
   // Reads its configuration once more: the host keeps the context and view alive until here.

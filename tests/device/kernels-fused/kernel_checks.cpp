@@ -112,22 +112,25 @@ void check_bias_dropout_add(Checks& checks, TestDevice& dev, int s, int b, int h
                 std::to_string(dropped) + " of " + std::to_string(n) + " dropped");
 }
 
-void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols) {
-  const std::string shape = std::string(" ") + shape_name({rows, cols});
+// Backward both ways: one cooperative launch (fused_layer_norm_backward) and separate launches;
+// the residual gradient is added in place, as the blocks call it.
+void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols, bool fused) {
+  const std::string shape = std::string(" ") + shape_name({rows, cols}) + (fused ? " one launch" : " split");
+  KernelContext ctx = dev.ctx;
+  ctx.fused_layer_norm_backward = fused;
   const size_t n = size_t(rows * cols);
   const float eps = 1e-5f;
   auto x = random_bf16_values(n, -2.0f, 3.0f), dy = random_bf16_values(n), res = random_bf16_values(n);
   auto gamma = random_values(size_t(cols), 0.5f, 1.5f), beta = random_values(size_t(cols), -0.5f, 0.5f);
   auto dgamma0 = random_values(size_t(cols)), dbeta0 = random_values(size_t(cols));
-  DeviceArray<uint16_t> d_x(to_bf16(x)), d_y(n), d_dy(to_bf16(dy)), d_res(to_bf16(res)), d_dx(n);
+  DeviceArray<uint16_t> d_x(to_bf16(x)), d_y(n), d_dy(to_bf16(dy)), d_res(to_bf16(res));
   DeviceArray<float> d_gamma(gamma), d_beta(beta), d_mean(static_cast<size_t>(rows)), d_rstd(static_cast<size_t>(rows)), d_dgamma(dgamma0),
       d_dbeta(dbeta0);
   d_y.poison();
-  d_dx.poison();
   layer_norm_forward(bf(d_x), d_gamma.get(), d_beta.get(), bf(d_y), d_mean.get(), d_rstd.get(), rows, cols, eps,
-                     dev.ctx);
-  layer_norm_backward(bf(d_dy), bf(d_x), d_gamma.get(), d_mean.get(), d_rstd.get(), bf(d_res), bf(d_dx),
-                      d_dgamma.get(), d_dbeta.get(), rows, cols, dev.ctx);
+                     ctx);
+  layer_norm_backward(bf(d_dy), bf(d_x), d_gamma.get(), d_mean.get(), d_rstd.get(), bf(d_res), bf(d_res),
+                      d_dgamma.get(), d_dbeta.get(), rows, cols, ctx);
 
   std::vector<double> y(n), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows)), dx(n);
   std::vector<double> dg(dgamma0.begin(), dgamma0.end()), dbt(dbeta0.begin(), dbeta0.end());
@@ -159,7 +162,7 @@ void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t col
   checks.close("layer_norm forward" + shape, widen(d_y.download()), y, kBf16Output);
   checks.close("layer_norm forward mean" + shape, widen(d_mean.download()), mean, kFp32);
   checks.close("layer_norm forward rstd" + shape, widen(d_rstd.download()), rstd, kFp32);
-  checks.close("layer_norm backward dx" + shape, widen(d_dx.download()), dx, kBf16Output);
+  checks.close("layer_norm backward dx" + shape, widen(d_res.download()), dx, kBf16Output);
   checks.close("layer_norm backward dgamma" + shape, widen(d_dgamma.download()), dg, kFp32);
   checks.close("layer_norm backward dbeta" + shape, widen(d_dbeta.download()), dbt, kFp32);
 }
@@ -402,6 +405,88 @@ void check_gemm(Checks& checks, TestDevice& dev, int64_t rows, int64_t in, int64
   checks.close("gemm linear backward weight (accumulating)" + shape, widen(d_dw.download()), dw, kFp32);
 }
 
+double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+// The cuBLASLt epilogues of the linear layers (gelu_epilogue, bias_grad_epilogue): bias + GeLU with
+// the GeLU input kept, dGeLU with the bias gradient from that input, and the bias gradient of
+// the weight-gradient GEMM, each against fp64; the accumulators start nonzero, as across
+// microbatches.
+void check_gemm_epilogues(Checks& checks, TestDevice& dev, int64_t rows, int64_t in, int64_t out) {
+  const std::string shape = std::string(" ") + shape_name({rows, in, out});
+  Gemm gemm(dev.stream, dev.arena, size_t(32) << 20);
+  auto x = random_bf16_values(size_t(rows * in)), w = random_bf16_values(size_t(out * in));
+  auto bias = random_bf16_values(size_t(out), -0.5f, 0.5f), dy = random_bf16_values(size_t(rows * out));
+  auto dw0 = random_values(size_t(out * in)), db0 = random_values(size_t(out)), dpre0 = random_values(size_t(out));
+  DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_b(to_bf16(bias)), d_dy(to_bf16(dy));
+  DeviceArray<uint16_t> d_y(size_t(rows * out)), d_pre(size_t(rows * out)), d_dpre(size_t(rows * out));
+  DeviceArray<float> d_dw(dw0), d_db(db0), d_dpre_bias(dpre0);
+  d_y.poison();
+  d_pre.poison();
+  d_dpre.poison();
+  // y = gelu(x W^T + b) keeping x W^T + b; then, as if y fed a layer whose input gradient GEMM
+  // is the identity on [rows, out]: d_pre = (dy I) * gelu'(pre), its bias gradient += sums.
+  gemm.linear_forward_gelu(bf(d_x), bf(d_w), bf(d_b), bf(d_y), bf(d_pre), rows, in, out);
+  std::vector<float> eye(size_t(out * out), 0.0f);
+  for (int64_t i = 0; i < out; ++i) eye[size_t(i * out + i)] = 1.0f;
+  DeviceArray<uint16_t> d_eye(to_bf16(eye));
+  gemm.linear_backward_input_dgelu(bf(d_dy), bf(d_eye), bf(d_pre), bf(d_dpre), d_dpre_bias.get(), rows, out, out);
+  gemm.linear_backward_weight(bf(d_dy), bf(d_x), d_dw.get(), rows, in, out, d_db.get());
+
+  const auto pre_dev = widen(d_pre.download());
+  std::vector<double> y(size_t(rows * out)), pre(y.size()), dpre(y.size()), dpre_bias(dpre0.begin(), dpre0.end());
+  std::vector<double> dw(dw0.begin(), dw0.end()), db(db0.begin(), db0.end());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      const size_t at = size_t(r * out + o);
+      double acc = bias[size_t(o)];
+      for (int64_t i = 0; i < in; ++i) acc += double(x[size_t(r * in + i)]) * w[size_t(o * in + i)];
+      pre[at] = acc;
+      y[at] = gelu_ref(acc);
+      // gelu' of the bf16 GeLU input the epilogue kept, as backward sees it.
+      dpre[at] = double(dy[at]) * gelu_grad_ref(pre_dev[at]);
+      dpre_bias[size_t(o)] += dpre[at];
+      db[size_t(o)] += dy[at];
+      for (int64_t i = 0; i < in; ++i) dw[size_t(o * in + i)] += double(dy[at]) * x[size_t(r * in + i)];
+    }
+  checks.close("gemm GeLU epilogue: gelu(x W^T + b)" + shape, widen(d_y.download()), y, kBf16Output);
+  checks.close("gemm GeLU epilogue: kept GeLU input x W^T + b" + shape, pre_dev, pre, kBf16Output);
+  checks.close("gemm dGeLU epilogue: input gradient" + shape, widen(d_dpre.download()), dpre, kBf16Output);
+  // The bias gradients are summed in bf16 where cuBLASLt offers no fp32 sum for the epilogue
+  // (gemm.cpp's bias_types), hence bf16's tolerance; the error printed tells which it was (fp32
+  // sums land near 1e-7).
+  checks.close("gemm dGeLU epilogue: bias gradient (accumulating)" + shape, widen(d_dpre_bias.download()), dpre_bias,
+               kBf16Output);
+  checks.close("gemm BGRADB epilogue: weight gradient (accumulating)" + shape, widen(d_dw.download()), dw, kFp32);
+  checks.close("gemm BGRADB epilogue: bias gradient (accumulating)" + shape, widen(d_db.download()), db, kBf16Output);
+}
+
+// Which GeLU the epilogue computes: kernels-ref's (and GPT-2's) tanh form or the erf form. The
+// GEMM passes one weight through (x one-hot), so each GeLU input is a known bf16 sum, and each
+// bf16 output either equals the bf16 rounding of a form or not.
+void check_gelu_epilogue_formula(Checks& checks, TestDevice& dev) {
+  const int64_t in = 8, rows = 8, out = 4096;
+  Gemm gemm(dev.stream, dev.arena, size_t(32) << 20);
+  std::vector<float> x(size_t(rows * in), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) x[size_t(r * in + r)] = 1.0f;
+  auto w = random_bf16_values(size_t(out * in), -3.5f, 3.5f);
+  std::vector<float> bias(size_t(out), 0.0f);
+  DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_b(to_bf16(bias)), d_y(size_t(rows * out)),
+      d_pre(size_t(rows * out));
+  gemm.linear_forward_gelu(bf(d_x), bf(d_w), bf(d_b), bf(d_y), bf(d_pre), rows, in, out);
+  const auto y = d_y.download();
+  size_t tanh_equal = 0, erf_equal = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      const double v = w[size_t(o * in + r)];
+      const uint16_t got = y[size_t(r * out + o)];
+      tanh_equal += got == to_bf16(float(gelu_ref(v)));
+      erf_equal += got == to_bf16(float(gelu_erf_ref(v)));
+    }
+  checks.record("gemm GeLU epilogue is the tanh form (kernels-ref's)", tanh_equal > erf_equal,
+                "bf16 outputs equal to the tanh form's " + std::to_string(tanh_equal) + ", to the erf form's " +
+                    std::to_string(erf_equal) + ", of " + std::to_string(rows * out));
+}
+
 void check_column_sum(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols) {
   auto x = random_bf16_values(size_t(rows * cols));
   auto acc0 = random_values(size_t(cols));
@@ -507,8 +592,12 @@ void run_kernel_checks(Checks& checks) {
     checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 13, 3, 100, p); });
   }
   checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 256, 8, 1024, 0.3f); });
-  for (auto [r, c] : {std::pair<int64_t, int64_t>{16, 64}, {37, 100}, {64, 2048}, {3, 4104}, {5, 7}})
-    checks.run("layer_norm", [&] { check_layer_norm(checks, dev, r, c); });
+  // Widths for every path of the one-launch backward (8- and 1-wide vectors, one and two per
+  // thread), and more rows than resident blocks.
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{16, 64}, {37, 100}, {64, 2048}, {3, 4104}, {5, 7}, {40, 12288},
+                      {9, 1500}, {2000, 1024}})
+    for (bool fused : {true, false})
+      checks.run("layer_norm", [&, fused] { check_layer_norm(checks, dev, r, c, fused); });
   for (auto [m, s] : {std::pair<int64_t, int>{6, 64}, {4, 37}, {2, 1000}, {3, 256}, {1, 4104}})
     checks.run("causal softmax", [&] { check_causal_softmax(checks, dev, m, s); });
   checks.run("masked softmax", [&] { check_masked_softmax(checks, dev, 2, 3, 16, 40); });
@@ -523,6 +612,9 @@ void run_kernel_checks(Checks& checks) {
   for (auto [r, i, o] : {std::tuple<int64_t, int64_t, int64_t>{64, 128, 96}, {37, 72, 100}, {13, 24, 40}, {256, 512, 1536}})
     for (bool bias : {false, true})
       checks.run("gemm", [&, r = r, i = i, o = o] { check_gemm(checks, dev, r, i, o, bias); });
+  for (auto [r, i, o] : {std::tuple<int64_t, int64_t, int64_t>{64, 128, 96}, {37, 72, 104}, {256, 512, 1536}})
+    checks.run("gemm epilogues", [&, r = r, i = i, o = o] { check_gemm_epilogues(checks, dev, r, i, o); });
+  checks.run("gemm GeLU epilogue formula", [&] { check_gelu_epilogue_formula(checks, dev); });
   checks.run("column sum", [&] { check_column_sum(checks, dev, 300, 192); });
   checks.run("column sum", [&] { check_column_sum(checks, dev, 17, 30); });
   checks.run("adam and grad norm", [&] { check_adam_and_norm(checks, dev); });

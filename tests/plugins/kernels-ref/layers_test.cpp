@@ -185,47 +185,6 @@ TEST(KernelsRefHead, LogitsAreTheOnesTheLossIsMadeOf) {
                "head logits: logits");
 }
 
-TEST(KernelsRefBlock, OutputMayBeTheInputBuffer) {
-  ModelSpec m = tiny();
-  m.dropout = 0.1f;
-  RefKernels k;
-  k.bind({m, 0, 1, nullptr, 0});
-  auto block = k.make_block(1);
-  load(block->parameters(), make_initial_weights(block->parameters(), 3));
-  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
-  OwnedTensor x = k.allocate(shape, DType::F32), y = k.allocate(shape, DType::F32);
-  for (int64_t i = 0; i < x.view.numel(); ++i) x.view.as<float>()[i] = std::cos(0.7f * i);
-  const MicroBatch mb{0, 1, 0};
-  block->forward(mb, x.view, y.view, true);
-  block->backward(mb, y.view, x.view);  // gradient of sum(y^2)/2 with y as dout, din over x
-  const std::vector<float> separate_out = values(y.view), separate_din = values(x.view);
-
-  for (int64_t i = 0; i < x.view.numel(); ++i) x.view.as<float>()[i] = std::cos(0.7f * i);
-  block->forward(mb, x.view, x.view, true);
-  EXPECT_EQ(values(x.view), separate_out);
-  block->backward(mb, x.view, x.view);
-  EXPECT_EQ(values(x.view), separate_din);
-}
-
-TEST(KernelsRefBlock, SlotMisuseIsReported) {
-  const ModelSpec m = tiny();
-  RefKernels k;
-  k.bind({m, 0, 1, nullptr, 0});
-  auto block = k.make_block(0);
-  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
-  OwnedTensor x = k.allocate(shape, DType::F32), y = k.allocate(shape, DType::F32);
-  EXPECT_ERROR(block->backward({3, 0, 0}, y.view, x.view),
-               "layers.0: backward of microbatch slot 3 without a forward(save=true)");
-  block->forward({3, 0, 0}, x.view, y.view, false);
-  EXPECT_ERROR(block->backward({3, 0, 0}, y.view, x.view), "slot 3 without");
-  block->forward({3, 0, 0}, x.view, y.view, true);
-  EXPECT_ERROR(block->forward({3, 0, 0}, x.view, y.view, true), "slot 3 already holds saved activations");
-  block->forward({4, 0, 0}, x.view, y.view, true);  // another slot may be in flight
-  block->release(3);
-  EXPECT_ERROR(block->backward({3, 0, 0}, y.view, x.view), "slot 3 without");
-  block->backward({4, 0, 0}, y.view, x.view);
-}
-
 TEST(KernelsRefBinding, InvalidShapesAndGroupsAreRefused) {
   ThreadGroup pair(2, "tp[pp=0,dp=0]");
   struct Case {

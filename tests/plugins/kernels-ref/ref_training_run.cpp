@@ -45,14 +45,9 @@ TrainingResult train(const ModelSpec& model, const TensorMap& initial, const Tra
       };
       std::vector<float> step_losses(m);
       stack.zero_grads();
-      if (plan.order == MicrobatchOrder::Sequential) {
-        for (int j = 0; j < m; ++j) {
-          step_losses[j] = stack.forward(micro(j), batches[j], plan.recompute);
-          stack.backward(micro(j), 1.0f / m);
-        }
-      } else {
-        for (int j = 0; j < m; ++j) step_losses[j] = stack.forward(micro(j), batches[j], plan.recompute);
-        for (int j = m - 1; j >= 0; --j) stack.backward(micro(j), 1.0f / m);
+      for (int j = 0; j < m; ++j) {
+        step_losses[j] = stack.forward(micro(j), batches[j]);
+        stack.backward(micro(j), 1.0f / m);
       }
       losses[rank].push_back(step_losses);
       if (step == 0) grads[rank] = stack.grads();

@@ -10,16 +10,9 @@
 
 namespace ptdp::test {
 
-enum class MicrobatchOrder {
-  Sequential,            // f0 b0 f1 b1 ...
-  AllForwardThenReverse  // f0 f1 ... b(m-1) ... b0: every microbatch in flight at once
-};
-
 struct TrainingPlan {
   int tp = 1;
   bool null_communicator_for_tp1 = false;  // bind with tp = nullptr when tp == 1
-  bool recompute = false;
-  MicrobatchOrder order = MicrobatchOrder::Sequential;
   AdamStep adam;  // `step` is set per step
   // batches[step][microbatch]; the step's loss is the mean over its microbatches.
   std::vector<std::vector<TokenBatch>> batches;

@@ -20,8 +20,7 @@ namespace ptdp::testing {
 // By name from the build's plugin folder, or by path.
 inline std::shared_ptr<Scheduler> load_scheduler(const std::string& name_or_path) {
   static PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
-  return create_plugin<Scheduler>(registry.load(name_or_path, PluginKind::Scheduler, "scheduler"), toml::table{}, 0,
-                                  1);
+  return create_plugin<Scheduler>(registry.load(name_or_path, PluginKind::Scheduler, "scheduler"), toml::table{});
 }
 
 inline std::string shape_text(const ScheduleShape& shape) {

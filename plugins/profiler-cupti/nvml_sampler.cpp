@@ -1,0 +1,102 @@
+#include "nvml_sampler.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <type_traits>
+#include <utility>
+
+namespace ptdp::cupti {
+
+namespace {
+constexpr int kNvmlSuccess = 0;
+constexpr int kNvmlClockSm = 1;  // nvmlClockType_t NVML_CLOCK_SM
+constexpr auto kInterval = std::chrono::milliseconds(5);
+}  // namespace
+
+// The few NVML entry points used, with the C signatures of nvml.h.
+struct NvmlSampler::Api {
+  void* library = nullptr;
+  int (*init)() = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*by_pci_bus_id)(const char*, void**) = nullptr;
+  int (*clock)(void*, int, unsigned*) = nullptr;
+  int (*max_clock)(void*, int, unsigned*) = nullptr;
+  int (*power_mw)(void*, unsigned*) = nullptr;
+  int (*power_limit_mw)(void*, unsigned*) = nullptr;
+};
+
+NvmlSampler::NvmlSampler(const std::string& pci_bus_id) : api_(std::make_unique<Api>()) {
+  api_->library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!api_->library) {
+    why_not_ = std::string("cannot open libnvidia-ml.so.1: ") + dlerror();
+    return;
+  }
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(api_->library, name));
+    if (!fn && why_not_.empty()) why_not_ = std::string("libnvidia-ml.so.1 has no ") + name;
+  };
+  bind(api_->init, "nvmlInit_v2");
+  bind(api_->shutdown, "nvmlShutdown");
+  bind(api_->by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
+  bind(api_->clock, "nvmlDeviceGetClockInfo");
+  bind(api_->max_clock, "nvmlDeviceGetMaxClockInfo");
+  bind(api_->power_mw, "nvmlDeviceGetPowerUsage");
+  bind(api_->power_limit_mw, "nvmlDeviceGetEnforcedPowerLimit");
+  if (!why_not_.empty()) return;
+  if (api_->init() != kNvmlSuccess) {
+    why_not_ = "nvmlInit failed";
+    return;
+  }
+  void* device = nullptr;
+  if (api_->by_pci_bus_id(pci_bus_id.c_str(), &device) != kNvmlSuccess) {
+    why_not_ = "NVML does not know the device at " + pci_bus_id;
+    return;
+  }
+  device_ = device;
+}
+
+NvmlSampler::~NvmlSampler() {
+  stop();
+  if (api_->shutdown && device_) api_->shutdown();
+}
+
+void NvmlSampler::start() {
+  if (!device_ || sampling_.exchange(true)) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void NvmlSampler::stop() {
+  if (!sampling_.exchange(false)) return;
+  thread_.join();
+}
+
+void NvmlSampler::run() {
+  while (sampling_) {
+    unsigned mhz = 0, mw = 0;
+    const bool ok = api_->clock(device_, kNvmlClockSm, &mhz) == kNvmlSuccess && api_->power_mw(device_, &mw) == kNvmlSuccess;
+    if (ok) {
+      const double now = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      std::lock_guard lock(mutex_);
+      samples_.push_back({now, double(mhz), mw / 1000.0});
+    }
+    std::this_thread::sleep_for(kInterval);
+  }
+}
+
+std::vector<DeviceSample> NvmlSampler::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(samples_, {});
+}
+
+double NvmlSampler::max_sm_clock_mhz() const {
+  unsigned mhz = 0;
+  return device_ && api_->max_clock(device_, kNvmlClockSm, &mhz) == kNvmlSuccess ? double(mhz) : 0.0;
+}
+
+double NvmlSampler::power_limit_w() const {
+  unsigned mw = 0;
+  return device_ && api_->power_limit_mw(device_, &mw) == kNvmlSuccess ? mw / 1000.0 : 0.0;
+}
+
+}  // namespace ptdp::cupti

@@ -1,0 +1,219 @@
+// The distributed optimizer (parallel.distributed_optimizer): gradients reduce-scattered, each
+// data-parallel rank updating its 1/d shard of the optimizer state, the weights all-gathered. It
+// keeps the single-rank losses and weights, divides the optimizer state per rank by d, saves
+// checkpoints that resume under another layout, and its bucket reductions run during the backward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "checkpoint/safetensors_reader.hpp"
+#include "host_run.hpp"
+#include "layout.hpp"
+
+namespace ptdp::test {
+namespace {
+
+std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+// Every tensor of a checkpoint step, whole, by the Hugging Face names `export hf` gives them.
+std::map<std::string, NamedF32Tensor> exported_weights(const std::string& checkpoint_dir) {
+  const std::string out = checkpoint_dir + "-hf";
+  const CommandResult exported = run_host_command("export hf " + checkpoint_dir + " " + out);
+  if (exported.exit_code != 0) ADD_FAILURE() << exported.output;
+  return read_safetensors(out + "/model.safetensors");
+}
+
+// The largest |a - b| over every element of every tensor.
+double largest_difference(const std::map<std::string, NamedF32Tensor>& a, const std::map<std::string, NamedF32Tensor>& b) {
+  double largest = 0;
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [name, tensor] : a) {
+    const auto found = b.find(name);
+    if (found == b.end()) {
+      ADD_FAILURE() << "no tensor " << name;
+      continue;
+    }
+    EXPECT_EQ(found->second.values.size(), tensor.values.size()) << name;
+    for (size_t i = 0; i < std::min(tensor.values.size(), found->second.values.size()); ++i)
+      largest = std::max(largest, static_cast<double>(std::abs(tensor.values[i] - found->second.values[i])));
+  }
+  return largest;
+}
+
+class DistributedOptimizer : public ::testing::TestWithParam<Layout> {
+ protected:
+  static void SetUpTestSuite() {
+    workspace_ = new TinyGptWorkspace();
+    baseline_ = new HostRun(workspace_->run(
+        {"run.steps=3", "checkpoint.every=3", "checkpoint.dir=\"" + workspace_->dir() + "/ckpt-one-rank\""}, 1));
+  }
+  static void TearDownTestSuite() {
+    delete baseline_;
+    delete workspace_;
+  }
+  static TinyGptWorkspace* workspace_;
+  static HostRun* baseline_;
+};
+TinyGptWorkspace* DistributedOptimizer::workspace_ = nullptr;
+HostRun* DistributedOptimizer::baseline_ = nullptr;
+
+TEST_P(DistributedOptimizer, LossesAndWeightsAfterThreeStepsEqualSingleRank) {
+  ASSERT_EQ(baseline_->exit_code, 0) << baseline_->output;
+  ASSERT_EQ(baseline_->losses.size(), 3u) << baseline_->output;
+  const Layout l = GetParam();
+  const std::string dir = workspace_->dir() + "/ckpt-" + l.name();
+  const HostRun run = workspace_->run(
+      with(l.sets(), {"parallel.distributed_optimizer=true", "run.steps=3", "checkpoint.every=3", "checkpoint.dir=\"" + dir + "\""}), l.ranks());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("distributed optimizer"), std::string::npos) << run.output;
+  ASSERT_EQ(run.losses.size(), baseline_->losses.size()) << run.output;
+  for (size_t i = 0; i < run.losses.size(); ++i)
+    EXPECT_NEAR(run.losses[i], baseline_->losses[i], 1e-5 * std::abs(baseline_->losses[i]))
+        << "step " << i + 1 << " of " << l.name();
+  const double difference = largest_difference(exported_weights(workspace_->dir() + "/ckpt-one-rank"), exported_weights(dir));
+  // Adam moves a weight by up to lr = 1e-3 a step; another layout's sums differ from one rank's
+  // in float rounding, which moves the weights by about 1e-6 after three steps (1e-5 is 1% of a step).
+  EXPECT_LT(difference, 1e-5) << l.name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, DistributedOptimizer,
+                         ::testing::Values(Layout{1, 1, 2, 1, false, false}, Layout{1, 1, 4, 1, false, false},
+                                           Layout{2, 2, 2, 2, true, false}, Layout{1, 2, 4, 1, false, true}),
+                         [](const auto& info) { return info.param.name(); });
+
+// "optimizer state 898.0 kB (898048 bytes)" from rank 0's start line: what it allocated.
+int64_t optimizer_bytes(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex(R"(optimizer state [^(]*\(([0-9]+) bytes\))"))) return -1;
+  return std::stoll(m[1]);
+}
+
+TEST(DistributedOptimizerMemory, OptimizerStatePerRankIsDividedByD) {
+  TinyGptWorkspace ws;
+  const HostRun whole = ws.run({"run.steps=1", "parallel.data=4"}, 4);
+  const HostRun sharded = ws.run({"run.steps=1", "parallel.data=4", "parallel.distributed_optimizer=true"}, 4);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+  const int64_t full = optimizer_bytes(whole.output), shard = optimizer_bytes(sharded.output);
+  ASSERT_GT(full, 0) << whole.output;
+  ASSERT_GT(shard, 0) << sharded.output;
+  // Only the alignment of each bucket to 64·d elements differs from an exact quarter.
+  EXPECT_NEAR(static_cast<double>(shard) / static_cast<double>(full), 0.25, 0.01) << full << " and " << shard;
+}
+
+// "898.0 kB" as bytes.
+double size_in_bytes(const std::string& number, const std::string& unit) {
+  const std::map<std::string, double> scale = {{"B", 1}, {"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
+  return std::stod(number) * scale.at(unit);
+}
+
+TEST(DistributedOptimizerMemory, TheSummarysOptimizerStateIsWhatARankAllocates) {
+  TinyGptWorkspace ws;
+  for (const bool sharded : {false, true}) {
+    const HostRun run = ws.run({"run.steps=1", "parallel.data=2",
+                                std::string("parallel.distributed_optimizer=") + (sharded ? "true" : "false")},
+                               2);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const CommandResult summary = run_host_command("validate " + ws.manifest() +
+                                                   " --set parallel.data=2 --set launch.nproc_per_node=2");
+    ASSERT_EQ(summary.exit_code, 0) << summary.output;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(summary.output, m,
+                                  std::regex(R"(optimizer state ([0-9.]+) (B|kB|MB|GB) without the distributed )"
+                                             R"(optimizer, ([0-9.]+) (B|kB|MB|GB) with it)")))
+        << summary.output;
+    const double predicted = sharded ? size_in_bytes(m[3], m[4]) : size_in_bytes(m[1], m[2]);
+    const double allocated = static_cast<double>(optimizer_bytes(run.output));
+    // The buffers align every parameter to 64 elements, a few percent of this small model.
+    EXPECT_NEAR(allocated / predicted, 1.0, 0.05) << run.output;
+  }
+}
+
+TEST(DistributedOptimizerCheckpoint, AStepSavedUnderOneDResumesUnderAnotherLayout) {
+  TinyGptWorkspace ws;
+  const std::vector<std::string> common = {"run.steps=6", "optimizer.decay_steps=6", "checkpoint.every=3"};
+  const HostRun whole = ws.run(with(common, {"checkpoint.dir=\"" + ws.dir() + "/ckpt-whole\""}), 1);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(whole.losses.size(), 6u) << whole.output;
+  const std::string dir = "checkpoint.dir=\"" + ws.dir() + "/ckpt-sharded\"";
+  const std::string sharded = "parallel.distributed_optimizer=true";
+  // Buckets of about half a block, so a save and a load go through several.
+  const HostRun first =
+      ws.run(with(common, {dir, sharded, "run.steps=3", "parallel.data=2", "parallel.bucket_elements=5000"}), 2);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  // Resharded: d 2 -> 4, p 1 -> 2 and other buckets, the moments cut again into other shards.
+  const HostRun second = ws.run(
+      with(common, {dir, sharded, "parallel.data=4", "parallel.pipeline=2", "parallel.bucket_elements=3000"}), 8);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
+  ASSERT_EQ(second.losses.size(), 3u) << second.output;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(first.losses[i], whole.losses[i], 1e-5 * std::abs(whole.losses[i])) << "step " << i + 1;
+    EXPECT_NEAR(second.losses[i], whole.losses[i + 3], 1e-5 * std::abs(whole.losses[i + 3])) << "step " << i + 4;
+  }
+  // And without the distributed optimizer, under t 2: the step holds every moment whole.
+  const std::string dir2 = "checkpoint.dir=\"" + ws.dir() + "/ckpt-whole-from-sharded\"";
+  const HostRun third = ws.run(with(common, {dir2, "checkpoint.resume_from=\"" + ws.dir() + "/ckpt-sharded\"",
+                                             "checkpoint.resume_step=3", "parallel.tensor=2"}),
+                               2);
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  ASSERT_EQ(third.losses.size(), 3u) << third.output;
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(third.losses[i], whole.losses[i + 3], 1e-5 * std::abs(whole.losses[i + 3])) << "step " << i + 4;
+}
+
+// Spans of one rank in a Chrome trace: (name, category, start, end) in microseconds.
+struct Span {
+  std::string name, category;
+  double start, end;
+};
+
+std::map<int, std::vector<Span>> spans_by_rank(const std::string& trace_path) {
+  std::ifstream in(trace_path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<int, std::vector<Span>> spans;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "X")
+      spans[e.at("pid").get<int>()].push_back({e.at("name"), e.value("cat", ""), e.at("ts").get<double>(),
+                                               e.at("ts").get<double>() + e.at("dur").get<double>()});
+  return spans;
+}
+
+TEST(GradientReductionOverlap, BucketReductionsRunWhileTheBackwardGoesOn) {
+  TinyGptWorkspace ws;
+  const std::string trace = ws.dir() + "/trace.json";
+  for (const bool sharded : {false, true}) {
+    // Buckets of about one block (a block of this model has 12 672 parameters).
+    const HostRun run = ws.run({"run.steps=2", "parallel.data=2", "parallel.bucket_elements=12000",
+                                std::string("parallel.distributed_optimizer=") + (sharded ? "true" : "false")},
+                               2, "--trace " + trace + " --trace-steps 1");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto ranks = spans_by_rank(trace);
+    ASSERT_EQ(ranks.size(), 2u) << run.output;
+    for (const auto& [rank, spans] : ranks) {
+      double backward_end = 0;
+      for (const Span& s : spans)
+        if (s.category == "backward") backward_end = std::max(backward_end, s.end);
+      int reductions = 0, during_backward = 0;
+      for (const Span& s : spans) {
+        if (s.category != "data-parallel") continue;
+        ++reductions;
+        EXPECT_NE(s.name.find(sharded ? "reduce-scatter" : "all-reduce"), std::string::npos) << s.name;
+        if (s.end < backward_end) ++during_backward;
+      }
+      EXPECT_GT(reductions, 4) << "rank " << rank << ": the gradient buffer was not cut into buckets";
+      // Each bucket is reduced inside the last microbatch's backward, between the backward of the
+      // layer that finished it and the next layer's: none is left for the flush.
+      EXPECT_EQ(during_backward, reductions) << "rank " << rank;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ptdp::test

@@ -1,0 +1,491 @@
+// The LayerKernels conformance suite, written once and run for every plugin (and setting of its
+// options) that PTDP_CONFORMANCE_KERNELS names: each layer's forward and backward against
+// kernels-ref on the same weights, inputs and dropout masks, one and two tensor-parallel ranks,
+// and the saved-activation lifetime that layer_kernels.hpp promises (slots, recomputation,
+// buffers the caller reuses). docs/kernels-conformance.md says how to run it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "activation_values.hpp"
+#include "kernels_under_test.hpp"
+#include "staging_communicator.hpp"
+#include "support/gpt_fixtures.hpp"
+#include "support/gpt_stack.hpp"
+#include "support/shard.hpp"
+#include "support/thread_group.hpp"
+
+namespace ptdp::conformance {
+namespace {
+
+using test::TensorMap;
+using test::TokenBatch;
+
+// Dropout on, a vocabulary that needs padding at every tensor-parallel size used here, and
+// shapes every backend serves (head dim 16).
+ModelSpec small_model() {
+  ModelSpec m;
+  m.layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.seq_len = 32;
+  m.vocab = 97;
+  m.padded_vocab = 100;
+  m.ffn_hidden = 256;
+  m.micro_batch = 2;
+  m.dropout = 0.1f;
+  m.layernorm_eps = 1e-5f;
+  m.seed = 1234;
+  return m;
+}
+
+// How far a backend may be from kernels-ref (relative error, ||got - ref|| / ||ref||), by the
+// dtype of its activations. bf16: emulating bf16 storage points in fp64 PyTorch on these shapes
+// (12 draws) gave at most 4e-3 for a block's output and input gradient, 7e-3 for its parameter
+// gradients, 3e-4 for the model's loss and 1.9e-2 for its parameter gradients (the first layer's
+// bias and LayerNorm gradients: sums over tokens that mostly cancel). fp32: rounding only.
+// `repeat` is the distance between two runs of the same backend on the same input (cuDNN's
+// attention backward sums with atomics, so bf16 backends need not repeat bit for bit).
+struct Tolerances {
+  double block_output, block_grad, loss, model_activation, model_grad, repeat;
+};
+
+Tolerances tolerances_for(DType activations) {
+  if (activations == DType::BF16) return {1e-2, 1.5e-2, 2e-3, 2e-2, 3e-2, 1e-3};
+  return {1e-5, 1e-5, 1e-6, 1e-5, 1e-5, 0.0};
+}
+
+// ||got - want|| / ||want|| with the worst element, for failure messages that say where.
+::testing::AssertionResult close(const std::string& what, const std::vector<float>& got, const std::vector<float>& want,
+                                 double tolerance) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, the reference has " << want.size();
+  double diff = 0, norm = 0, worst = -1;
+  size_t worst_at = 0, non_finite = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) ++non_finite;
+    const double d = double(got[i]) - double(want[i]);
+    diff += d * d;
+    norm += double(want[i]) * want[i];
+    if (std::abs(d) > worst) worst = std::abs(d), worst_at = i;
+  }
+  if (non_finite)
+    return ::testing::AssertionFailure() << what << ": " << non_finite << " of " << got.size()
+                                         << " values are NaN or infinite";
+  const double error = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  if (error <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": relative error " << error << " > tolerance " << tolerance << " over "
+                                       << got.size() << " values; worst at " << worst_at << ": " << got[worst_at]
+                                       << " vs reference " << want[worst_at];
+}
+
+void expect_close(const TensorMap& got, const TensorMap& want, double tolerance, const std::string& what) {
+  for (const auto& [name, w] : want) {
+    auto g = got.find(name);
+    if (g == got.end()) {
+      ADD_FAILURE() << what << " " << name << ": the plugin under test has no such parameter";
+      continue;
+    }
+    EXPECT_EQ(g->second.shape, w.shape) << what << " " << name;
+    EXPECT_TRUE(close(what + " " + name, g->second.values, w.values, tolerance));
+  }
+  for (const auto& [name, g] : got)
+    if (!want.count(name)) ADD_FAILURE() << what << " " << name << ": kernels-ref has no such parameter";
+}
+
+KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size) {
+  KernelsBinding b;
+  b.model = m;
+  b.tp = tp;
+  b.tp_rank = rank;
+  b.tp_size = size;
+  return b;
+}
+
+MicroBatch microbatch(const ModelSpec& m, int slot) {
+  MicroBatch mb;
+  mb.slot = slot;
+  mb.step = 3;
+  mb.first_sample = int64_t(slot) * m.micro_batch;
+  return mb;
+}
+
+std::vector<float> random_activation(const ModelSpec& m, uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> v(size_t(m.seq_len) * m.micro_batch * m.hidden);
+  for (float& x : v) x = round_to_bf16(uniform(engine));  // exact in every activation dtype here
+  return v;
+}
+
+void load(LayerKernels& k, const std::vector<ParamRef>& params, const TensorMap& global) {
+  for (const ParamRef& p : params) {
+    const std::vector<float> local = test::slice_global(test::shard_layout(p), global.at(p.name).values);
+    k.copy_from_host(p.master, local.data());
+  }
+  k.params_updated();
+}
+
+TensorMap whole_grads(LayerKernels& k, const std::vector<ParamRef>& params) {
+  std::vector<test::LocalTensor> local;
+  for (const ParamRef& p : params) {
+    test::LocalTensor t{test::shard_layout(p), std::vector<float>(size_t(p.grad.numel()))};
+    k.copy_to_host(t.values.data(), p.grad);
+    local.push_back(std::move(t));
+  }
+  return test::assemble({local});
+}
+
+// One block's forward and backward on one rank.
+struct BlockRun {
+  std::vector<float> out, din;
+  TensorMap grads;
+};
+
+BlockRun run_block(const KernelsUnderTest& under_test, const ModelSpec& m, const TensorMap& weights,
+                   const std::vector<float>& x, const std::vector<float>& dout) {
+  auto k = under_test.create();
+  k->bind(binding(m, nullptr, 0, 1));
+  auto block = k->make_block(1);
+  load(*k, block->parameters(), weights);
+  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
+  OwnedTensor in = k->allocate(shape, k->activation_dtype()), out = k->allocate(shape, k->activation_dtype());
+  write_values(*k, in.view, x);
+  const MicroBatch mb = microbatch(m, 0);
+  block->forward(mb, in.view, out.view, true);
+  BlockRun run;
+  run.out = read_values(*k, out.view);
+  write_values(*k, out.view, dout);
+  block->backward(mb, out.view, in.view);
+  run.din = read_values(*k, in.view);
+  run.grads = whole_grads(*k, block->parameters());
+  return run;
+}
+
+TensorMap block_weights(const ModelSpec& m, uint64_t seed) {
+  auto k = reference_kernels().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  return test::make_initial_weights(k->make_block(1)->parameters(), seed);
+}
+
+enum class Order { Sequential, AllForwardThenReverse };
+
+// One step of `microbatches` microbatches over `tp` ranks (threads of this process).
+struct ModelRun {
+  std::vector<float> losses;  // per microbatch
+  TensorMap grads;            // the ranks' parts assembled into global tensors
+};
+
+ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
+                   Order order = Order::Sequential, bool recompute = false) {
+  std::vector<TokenBatch> batches;
+  for (int i = 0; i < microbatches; ++i) batches.push_back(test::make_token_batch(m, 21, i));
+  test::ThreadGroup group(tp, "tp");
+  std::vector<std::vector<test::LocalTensor>> grads(static_cast<size_t>(tp));
+  std::vector<std::vector<float>> losses(static_cast<size_t>(tp), std::vector<float>(static_cast<size_t>(microbatches)));
+  test::run_ranks(group, [&](int rank) {
+    StagingCommunicator comm(group, rank);
+    auto k = under_test.create();
+    comm.set_kernels(k.get());
+    k->bind(binding(m, &comm, rank, tp));
+    test::GptStack stack(*k, m);
+    stack.load(test::make_initial_weights(stack.parameters(), 5));
+    stack.zero_grads();
+    const float scale = 1.0f / float(microbatches);
+    auto& loss = losses[size_t(rank)];
+    if (order == Order::Sequential) {
+      for (int i = 0; i < microbatches; ++i) {
+        loss[size_t(i)] = stack.forward(microbatch(m, i), batches[size_t(i)], recompute);
+        stack.backward(microbatch(m, i), scale);
+      }
+    } else {
+      for (int i = 0; i < microbatches; ++i)
+        loss[size_t(i)] = stack.forward(microbatch(m, i), batches[size_t(i)], recompute);
+      for (int i = microbatches - 1; i >= 0; --i) stack.backward(microbatch(m, i), scale);
+    }
+    grads[size_t(rank)] = stack.grads();
+  });
+  for (int r = 1; r < tp; ++r) EXPECT_EQ(losses[size_t(r)], losses[0]) << "rank " << r << " and rank 0 differ";
+  return ModelRun{losses[0], test::assemble(grads)};
+}
+
+void expect_padding_has_no_gradient(const TensorMap& grads, const ModelSpec& m) {
+  const test::HostTensor& word = grads.at("embedding.word");
+  for (int64_t row = m.vocab; row < m.padded_vocab; ++row)
+    for (int64_t f = 0; f < m.hidden; ++f)
+      ASSERT_EQ(word.values[size_t(row * m.hidden + f)], 0.0f) << "padded row " << row << " of embedding.word";
+}
+
+// Runs `body` and expects a ptdp::Error whose message holds `needle`.
+void expect_error(const std::function<void()>& body, const std::string& needle, const std::string& what) {
+  try {
+    body();
+    ADD_FAILURE() << what << ": no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << what << ": " << e.what();
+  }
+}
+
+class KernelsConformance : public ::testing::TestWithParam<KernelsUnderTest> {
+ protected:
+  const KernelsUnderTest& under_test() const { return GetParam(); }
+  Tolerances tolerances() const {
+    auto k = under_test().create();
+    return tolerances_for(k->activation_dtype());
+  }
+};
+
+TEST_P(KernelsConformance, ParametersAreDescribedLikeTheReference) {
+  const ModelSpec m = small_model();
+  for (int rank = 0; rank < 2; ++rank) {
+    test::ThreadGroup group(2, "tp");
+    StagingCommunicator mine_comm(group, rank), ref_comm(group, rank);
+    auto mine = under_test().create(), ref = reference_kernels().create();
+    mine_comm.set_kernels(mine.get());
+    ref_comm.set_kernels(ref.get());
+    mine->bind(binding(m, &mine_comm, rank, 2));
+    ref->bind(binding(m, &ref_comm, rank, 2));
+    test::GptStack got(*mine, m), want(*ref, m);
+    ASSERT_EQ(got.parameters().size(), want.parameters().size()) << "rank " << rank;
+    for (size_t i = 0; i < want.parameters().size(); ++i) {
+      const ParamRef &g = got.parameters()[i], &w = want.parameters()[i];
+      EXPECT_EQ(g.name, w.name) << "parameter " << i;
+      EXPECT_EQ(g.global_shape, w.global_shape) << w.name;
+      EXPECT_EQ(g.shard_dim, w.shard_dim) << w.name;
+      EXPECT_EQ(g.shard_offset, w.shard_offset) << w.name << " on rank " << rank;
+      EXPECT_EQ(g.master.shape, w.master.shape) << w.name << " on rank " << rank;
+      EXPECT_EQ(g.weight_decay, w.weight_decay) << w.name;
+      EXPECT_EQ(g.grad.dtype, DType::F32) << w.name;
+    }
+  }
+}
+
+TEST_P(KernelsConformance, BlockMatchesTheReference) {
+  const ModelSpec m = small_model();
+  const TensorMap weights = block_weights(m, 3);
+  const std::vector<float> x = random_activation(m, 1), dout = random_activation(m, 2);
+  const BlockRun want = run_block(reference_kernels(), m, weights, x, dout);
+  const BlockRun got = run_block(under_test(), m, weights, x, dout);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("block output", got.out, want.out, tol.block_output));
+  EXPECT_TRUE(close("block input gradient", got.din, want.din, tol.block_output));
+  expect_close(got.grads, want.grads, tol.block_grad, "block gradient");
+}
+
+// The embedding and the head on their own, so that a difference is pinned to a layer: the
+// embedding's output and gradients for given tokens and output gradient, the head's loss, input
+// gradient and gradients for a given input.
+struct EdgeRun {
+  std::vector<float> embedded, loss, din;
+  TensorMap grads;
+};
+
+EdgeRun run_edges(const KernelsUnderTest& under_test, const ModelSpec& m, const std::vector<float>& head_in,
+                  const std::vector<float>& dout) {
+  auto k = under_test.create();
+  k->bind(binding(m, nullptr, 0, 1));
+  auto embedding = k->make_embedding();
+  auto head = k->make_head(embedding.get());
+  std::vector<ParamRef> params = embedding->parameters();
+  for (const ParamRef& p : head->parameters()) params.push_back(p);
+  load(*k, params, test::make_initial_weights(params, 9));
+  TokenBatch batch = test::make_token_batch(m, 31, 0);
+  auto ids = [&](std::vector<int32_t>& v) {
+    return Tensor{v.data(), DType::I32, {m.seq_len, m.micro_batch}, Device{MemoryKind::Host, 0}};
+  };
+  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
+  OwnedTensor a = k->allocate(shape, k->activation_dtype()), loss = k->allocate({1}, DType::F32);
+  const MicroBatch mb = microbatch(m, 0);
+  EdgeRun run;
+  embedding->forward(mb, ids(batch.tokens), a.view, true);
+  run.embedded = read_values(*k, a.view);
+  write_values(*k, a.view, head_in);
+  head->forward(mb, a.view, ids(batch.targets), loss.view, true);
+  run.loss = read_values(*k, loss.view);
+  head->backward(mb, 0.5f, a.view);
+  run.din = read_values(*k, a.view);
+  write_values(*k, a.view, dout);
+  embedding->backward(mb, a.view);
+  run.grads = whole_grads(*k, params);
+  return run;
+}
+
+TEST_P(KernelsConformance, EmbeddingAndHeadMatchTheReference) {
+  const ModelSpec m = small_model();
+  const std::vector<float> head_in = random_activation(m, 11), dout = random_activation(m, 12);
+  const EdgeRun want = run_edges(reference_kernels(), m, head_in, dout);
+  const EdgeRun got = run_edges(under_test(), m, head_in, dout);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("embedding output", got.embedded, want.embedded, tol.block_output));
+  EXPECT_TRUE(close("head loss", got.loss, want.loss, tol.loss));
+  // As the model's: the head's input gradient and embedding.word's gradient (the logits' and the
+  // lookups' parts) are sums over the vocabulary and the tokens.
+  EXPECT_TRUE(close("head input gradient", got.din, want.din, tol.model_activation));
+  expect_close(got.grads, want.grads, tol.model_grad, "embedding and head gradient");
+}
+
+// HeadLayer::logits on given input over `tp` ranks: [tokens, vocab], each rank's vocabulary
+// shard put in its place, the padded columns left out (their values are meaningless).
+std::vector<float> run_logits(const KernelsUnderTest& under_test, const ModelSpec& m, int tp,
+                              const std::vector<float>& head_in) {
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, shard = m.padded_vocab / tp;
+  std::vector<float> logits(size_t(tokens * m.vocab));
+  test::ThreadGroup group(tp, "tp");
+  test::run_ranks(group, [&](int rank) {
+    StagingCommunicator comm(group, rank);
+    auto k = under_test.create();
+    comm.set_kernels(k.get());
+    k->bind(binding(m, &comm, rank, tp));
+    auto embedding = k->make_embedding();
+    auto head = k->make_head(embedding.get());
+    std::vector<ParamRef> params = embedding->parameters();
+    for (const ParamRef& p : head->parameters()) params.push_back(p);
+    load(*k, params, test::make_initial_weights(params, 9));
+    OwnedTensor in = k->allocate({m.seq_len, m.micro_batch, m.hidden}, k->activation_dtype());
+    OwnedTensor out = k->allocate({m.seq_len, m.micro_batch, shard}, DType::F32);
+    write_values(*k, in.view, head_in);
+    MicroBatch mb = microbatch(m, 0);
+    mb.training = false;
+    head->logits(mb, in.view, out.view);
+    const std::vector<float> mine = read_values(*k, out.view);
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t c = 0; c < shard; ++c)
+        if (rank * shard + c < m.vocab) logits[size_t(t * m.vocab + rank * shard + c)] = mine[size_t(t * shard + c)];
+  });
+  return logits;
+}
+
+TEST_P(KernelsConformance, LogitsMatchTheReferenceOnEveryVocabularyShard) {
+  const ModelSpec m = small_model();
+  const std::vector<float> head_in = random_activation(m, 13);
+  const std::vector<float> want = run_logits(reference_kernels(), m, 1, head_in);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("logits on one rank", run_logits(under_test(), m, 1, head_in), want, tol.model_activation));
+  EXPECT_TRUE(close("logits over two ranks", run_logits(under_test(), m, 2, head_in), want, tol.model_activation));
+}
+
+TEST_P(KernelsConformance, ModelMatchesTheReference) {
+  const ModelSpec m = small_model();
+  const ModelRun want = run_model(reference_kernels(), m, 1, 1);
+  const ModelRun got = run_model(under_test(), m, 1, 1);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
+  expect_close(got.grads, want.grads, tol.model_grad, "gradient");
+  expect_padding_has_no_gradient(got.grads, m);
+}
+
+TEST_P(KernelsConformance, TwoTensorParallelRanksMatchTheReference) {
+  const ModelSpec m = small_model();
+  const ModelRun want = run_model(reference_kernels(), m, 1, 1);
+  const ModelRun got = run_model(under_test(), m, 2, 1);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
+  expect_close(got.grads, want.grads, tol.model_grad, "gradient");
+  expect_padding_has_no_gradient(got.grads, m);
+}
+
+// forward(save=false) keeps nothing and computes what forward(save=true) does; a saved forward's
+// input may be overwritten before its backward; in and out (dout and din) may be one buffer.
+TEST_P(KernelsConformance, BlockKeepsWhatBackwardNeedsAndNothingElse) {
+  const ModelSpec m = small_model();
+  const TensorMap weights = block_weights(m, 4);
+  const std::vector<float> x = random_activation(m, 5), dout = random_activation(m, 6);
+  const BlockRun plain = run_block(under_test(), m, weights, x, dout);
+  const double repeat = tolerances().repeat;
+
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  auto block = k->make_block(1);
+  load(*k, block->parameters(), weights);
+  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
+  OwnedTensor a = k->allocate(shape, k->activation_dtype()), b = k->allocate(shape, k->activation_dtype());
+  const MicroBatch mb = microbatch(m, 0);
+
+  write_values(*k, a.view, x);
+  block->forward(mb, a.view, b.view, false);
+  EXPECT_TRUE(close("output of forward(save=false)", read_values(*k, b.view), plain.out, repeat));
+  expect_error([&] { block->backward(mb, b.view, a.view); }, "without a forward", "backward after forward(save=false)");
+
+  block->forward(mb, a.view, a.view, true);  // in == out
+  EXPECT_TRUE(close("output of forward with in == out", read_values(*k, a.view), plain.out, repeat));
+  write_values(*k, a.view, dout);  // overwrites the forward's input as well
+  block->backward(mb, a.view, a.view);  // dout == din
+  EXPECT_TRUE(close("input gradient of backward with dout == din, its input overwritten", read_values(*k, a.view),
+                    plain.din, repeat));
+  EXPECT_TRUE(close("the gradients of one backward", whole_grads(*k, block->parameters()).at("layers.1.mlp.fc1.weight").values,
+                    plain.grads.at("layers.1.mlp.fc1.weight").values, repeat));
+}
+
+TEST_P(KernelsConformance, SlotMisuseIsReportedByEveryLayer) {
+  const ModelSpec m = small_model();
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  auto embedding = k->make_embedding();
+  auto block = k->make_block(0);
+  auto head = k->make_head(embedding.get());
+  const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
+  OwnedTensor a = k->allocate(shape, k->activation_dtype()), b = k->allocate(shape, k->activation_dtype());
+  OwnedTensor loss = k->allocate({1}, DType::F32);
+  TokenBatch batch = test::make_token_batch(m, 8, 0);
+  auto ids = [&](std::vector<int32_t>& v) {
+    return Tensor{v.data(), DType::I32, {m.seq_len, m.micro_batch}, Device{MemoryKind::Host, 0}};
+  };
+  const MicroBatch three = microbatch(m, 3), four = microbatch(m, 4);
+
+  expect_error([&] { embedding->backward(three, a.view); }, "without a forward", "embedding backward, nothing saved");
+  expect_error([&] { block->backward(three, a.view, b.view); }, "without a forward", "block backward, nothing saved");
+  expect_error([&] { head->backward(three, 1.0f, b.view); }, "without a forward", "head backward, nothing saved");
+
+  embedding->forward(three, ids(batch.tokens), a.view, true);
+  block->forward(three, a.view, b.view, true);
+  head->forward(three, b.view, ids(batch.targets), loss.view, true);
+  expect_error([&] { embedding->forward(three, ids(batch.tokens), a.view, true); }, "already holds",
+               "embedding forward into a full slot");
+  expect_error([&] { block->forward(three, a.view, b.view, true); }, "already holds", "block forward into a full slot");
+  expect_error([&] { head->forward(three, b.view, ids(batch.targets), loss.view, true); }, "already holds",
+               "head forward into a full slot");
+
+  // Another slot may be in flight beside it; a released slot is free again and has nothing saved.
+  embedding->forward(four, ids(batch.tokens), a.view, true);
+  block->forward(four, a.view, b.view, true);
+  head->forward(four, b.view, ids(batch.targets), loss.view, true);
+  embedding->release(3);
+  block->release(3);
+  head->release(3);
+  expect_error([&] { head->backward(three, 1.0f, b.view); }, "without a forward", "head backward after release");
+  expect_error([&] { block->backward(three, b.view, a.view); }, "without a forward", "block backward after release");
+  expect_error([&] { embedding->backward(three, a.view); }, "without a forward", "embedding backward after release");
+  head->backward(four, 1.0f, b.view);
+  block->backward(four, b.view, a.view);
+  embedding->backward(four, a.view);
+  expect_error([&] { block->backward(four, b.view, a.view); }, "without a forward", "a second backward of one forward");
+  block->forward(three, a.view, b.view, true);
+  block->backward(three, b.view, a.view);
+  k->synchronize();
+}
+
+TEST_P(KernelsConformance, MicrobatchesInFlightAndRecomputationMatchTheSequentialStep) {
+  const ModelSpec m = small_model();
+  const Tolerances tol = tolerances();
+  const ModelRun sequential = run_model(under_test(), m, 1, 3);
+  const ModelRun in_flight = run_model(under_test(), m, 1, 3, Order::AllForwardThenReverse);
+  const ModelRun recomputed = run_model(under_test(), m, 1, 3, Order::AllForwardThenReverse, true);
+  EXPECT_TRUE(close("losses with every microbatch in flight", in_flight.losses, sequential.losses, tol.repeat));
+  EXPECT_TRUE(close("losses with recomputation", recomputed.losses, sequential.losses, tol.repeat));
+  // The microbatches' gradients are summed in another order.
+  const double reordered = std::max(tol.repeat, 1e-5);
+  expect_close(in_flight.grads, sequential.grads, reordered, "gradient with every microbatch in flight");
+  expect_close(recomputed.grads, sequential.grads, reordered, "gradient with recomputation");
+}
+
+INSTANTIATE_TEST_SUITE_P(Plugins, KernelsConformance, ::testing::ValuesIn(kernels_under_test()),
+                         [](const ::testing::TestParamInfo<KernelsUnderTest>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace ptdp::conformance
