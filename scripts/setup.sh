@@ -2,7 +2,7 @@
 # Sets up a fresh Debian 12 machine and builds ptdp into ./build (preset "default"):
 # the Debian packages ptdp builds against; on machines with CUDA, the cudnn-frontend headers for
 # the flash-attention path and the CUDA-enabled UCX of the libucx-cu13 wheel (from pip); transformers
-# (pip, into .deps/python) for the export test; then
+# and tokenizers (pip, into .deps/python) for the export test and scripts/encode_hf.py; then
 # configure and build. With --deps-only it stops before the
 # build.
 set -euo pipefail
@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
-  libgtest-dev nlohmann-json3-dev libssl-dev libucx-dev ucx-utils libopenblas-dev python3-torch python3-numpy
-  python3-yaml python3-requests python3-typing-extensions)
+  libgtest-dev nlohmann-json3-dev libssl-dev libsentencepiece-dev libucx-dev ucx-utils libopenblas-dev python3-torch
+  python3-numpy python3-pip python3-yaml python3-requests python3-typing-extensions)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

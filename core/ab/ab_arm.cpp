@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "data/token_dataset.hpp"
+#include "data/run_data.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "plugin/config_schema.hpp"
 #include "plugin/plugin_factory.hpp"
@@ -52,9 +52,7 @@ std::string arm_name_problem(const std::string& name) {
 RunConfig validate_arm(const AbArm& arm, bool multi_node) {
   try {
     RunConfig config = load_manifest(arm.manifest, arm.sets);
-    if (config.data.path.empty())
-      throw Error(fmt::format("{}: data.path is not set: the manifest names no training data", config.source));
-    TokenDataset::open(config.data.path, config.data.format).check_vocab(config.model.vocab);
+    RunData::open(config);
     if (config.launch.nnodes != 1 && !multi_node)
       throw Error(fmt::format("launch.nnodes = {}: a multi-node arm needs --launcher (e.g. 'srun -N {}')",
                               config.launch.nnodes, config.launch.nnodes));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ptdp/error.hpp"
 
@@ -14,6 +15,8 @@ struct TokenRegion {
   TokenDType dtype;
   size_t offset;  // bytes before the first token
   int64_t count;
+  std::vector<int64_t> document_starts;      // version 2 ptdp files: documents + 1 entries
+  std::optional<TokenizerRecord> tokenizer;  // version 2 ptdp files
 };
 
 [[noreturn]] void fail(const MappedFile& file, const std::string& reason) {
@@ -36,6 +39,50 @@ void check_extent(const MappedFile& file, const char* what, size_t offset, uint6
   if (count == 0) fail(file, std::string("empty ") + what + ": the header announces 0 tokens");
 }
 
+// Version 2: the header, the tokenizer record, the tokens and the document starts, each padded to 8
+// bytes, fill the file exactly.
+TokenRegion parse_indexed_ptdp(const MappedFile& file, TokenDType dtype) {
+  if (file.size() < kPtdpIndexedHeaderBytes)
+    fail(file, "too short for a version 2 ptdp token file: " + std::to_string(file.size()) +
+                   " bytes, the header alone is " + std::to_string(kPtdpIndexedHeaderBytes));
+  PtdpIndexedHeader header;
+  std::memcpy(&header, file.data(), sizeof header);
+  const uint64_t width = token_dtype_size(dtype);
+  // Each part is bounded by the file's size before it is multiplied, so nothing overflows.
+  const uint64_t size = file.size();
+  if (header.base.count == 0) fail(file, "empty ptdp token file: the header announces 0 tokens");
+  if (header.documents == 0) fail(file, "malformed ptdp token file: the header announces 0 documents");
+  if (header.tokenizer_bytes > size || header.base.count > size / width || header.documents > size / 8)
+    fail(file, "truncated ptdp token file: the header announces " + std::to_string(header.base.count) + " tokens, " +
+                   std::to_string(header.documents) + " documents and a tokenizer record of " +
+                   std::to_string(header.tokenizer_bytes) + " bytes, more than the file's " + std::to_string(size) +
+                   " bytes hold");
+  const uint64_t tokens_at = kPtdpIndexedHeaderBytes + padded_to_8(header.tokenizer_bytes);
+  const uint64_t index_at = tokens_at + padded_to_8(header.base.count * width);
+  const uint64_t expected = index_at + (header.documents + 1) * 8;
+  if (expected != size)
+    fail(file, std::string(expected > size ? "truncated" : "malformed") + " ptdp token file: " +
+                   std::to_string(header.base.count) + " tokens, " + std::to_string(header.documents) +
+                   " documents and a tokenizer record of " + std::to_string(header.tokenizer_bytes) +
+                   " bytes make " + std::to_string(expected) + " bytes, the file has " + std::to_string(size));
+  TokenRegion region{TokenFileFormat::Ptdp, dtype, tokens_at, static_cast<int64_t>(header.base.count), {}, {}};
+  region.tokenizer = TokenizerRecord::parse(
+      std::string(reinterpret_cast<const char*>(file.data()) + kPtdpIndexedHeaderBytes, header.tokenizer_bytes),
+      file.path());
+  region.document_starts.resize(header.documents + 1);
+  std::memcpy(region.document_starts.data(), file.data() + index_at, region.document_starts.size() * 8);
+  const auto& starts = region.document_starts;
+  for (size_t i = 0; i + 1 < starts.size(); ++i)
+    if (starts[i] >= starts[i + 1])
+      fail(file, "malformed document index: document " + std::to_string(i) + " starts at token " +
+                     std::to_string(starts[i]) + " and the next at " + std::to_string(starts[i + 1]));
+  if (starts.front() != 0 || starts.back() != region.count)
+    fail(file, "malformed document index: it must run from token 0 to the token count " +
+                   std::to_string(region.count) + ", it runs from " + std::to_string(starts.front()) + " to " +
+                   std::to_string(starts.back()));
+  return region;
+}
+
 TokenRegion parse_ptdp(const MappedFile& file) {
   if (file.size() < kPtdpHeaderBytes)
     fail(file, "too short for a ptdp token file: " + std::to_string(file.size()) +
@@ -44,15 +91,16 @@ TokenRegion parse_ptdp(const MappedFile& file) {
   std::memcpy(&header, file.data(), sizeof header);
   if (std::memcmp(header.magic, kPtdpMagic, sizeof kPtdpMagic) != 0)
     fail(file, "bad magic: not a ptdp token file (it must start with \"PTDPTOK\\0\")");
-  if (header.version != kPtdpVersion)
+  if (header.version != kPtdpVersion && header.version != kPtdpIndexedVersion)
     fail(file, "unsupported ptdp token file version " + std::to_string(header.version) +
-                   " (this build reads version " + std::to_string(kPtdpVersion) + ")");
+                   " (this build reads versions 1 and 2)");
   auto dtype = token_dtype_from_code(header.dtype);
   if (!dtype)
     fail(file, "unsupported token dtype code " + std::to_string(header.dtype) +
                    " (known: 1 = u8, 2 = u16, 3 = i32)");
+  if (header.version == kPtdpIndexedVersion) return parse_indexed_ptdp(file, *dtype);
   check_extent(file, "ptdp token file", kPtdpHeaderBytes, header.count, *dtype);
-  return {TokenFileFormat::Ptdp, *dtype, kPtdpHeaderBytes, static_cast<int64_t>(header.count)};
+  return {TokenFileFormat::Ptdp, *dtype, kPtdpHeaderBytes, static_cast<int64_t>(header.count), {}, {}};
 }
 
 TokenRegion parse_llmc(const MappedFile& file) {
@@ -71,12 +119,12 @@ TokenRegion parse_llmc(const MappedFile& file) {
     fail(file, "malformed llm.c token shard: negative token count " + std::to_string(header[2]));
   check_extent(file, "llm.c token shard", kLlmcHeaderBytes, static_cast<uint64_t>(header[2]),
                TokenDType::U16);
-  return {TokenFileFormat::Llmc, TokenDType::U16, kLlmcHeaderBytes, header[2]};
+  return {TokenFileFormat::Llmc, TokenDType::U16, kLlmcHeaderBytes, header[2], {}, {}};
 }
 
 TokenRegion parse_text(const MappedFile& file) {
   if (file.size() == 0) fail(file, "empty file: no tokens");
-  return {TokenFileFormat::Text, TokenDType::U8, 0, static_cast<int64_t>(file.size())};
+  return {TokenFileFormat::Text, TokenDType::U8, 0, static_cast<int64_t>(file.size()), {}, {}};
 }
 
 // Text has no NUL bytes; token files have them in their headers. Looking at the first kilobyte is
@@ -141,7 +189,10 @@ TokenDataset TokenDataset::open(const std::string& path, const std::string& form
   else throw Error(path + ": unknown data format '" + format + "' (expected auto, ptdp, llmc or text)");
   auto file = std::make_shared<const MappedFile>(path);
   TokenRegion region = parse(*file);
-  return TokenDataset(std::move(file), region.format, region.dtype, region.offset, region.count);
+  TokenDataset dataset(std::move(file), region.format, region.dtype, region.offset, region.count);
+  dataset.tokenizer_ = std::move(region.tokenizer);
+  if (!region.document_starts.empty()) dataset.documents_ = static_cast<int64_t>(region.document_starts.size()) - 1;
+  return dataset;
 }
 
 TokenDataset::TokenDataset(std::shared_ptr<const MappedFile> file, TokenFileFormat format,
@@ -155,10 +206,12 @@ void TokenDataset::scan_tokens() {
   constexpr int64_t kChunk = 1 << 16;
   std::unique_ptr<int32_t[]> buffer(new int32_t[kChunk]);
   max_token_ = -1;
+  int64_t end_of_text = 0;
   for (int64_t first = 0; first < count_; first += kChunk) {
     int64_t n = std::min(kChunk, count_ - first);
     read(first, n, buffer.get());
     for (int64_t i = 0; i < n; ++i) {
+      end_of_text += buffer[i] == kLlmcEndOfText;
       if (buffer[i] < 0)
         throw Error(path() + ": token " + std::to_string(buffer[i]) + " at index " +
                     std::to_string(first + i) + " is negative");
@@ -168,6 +221,7 @@ void TokenDataset::scan_tokens() {
       }
     }
   }
+  if (format_ == TokenFileFormat::Llmc) documents_ = end_of_text;
 }
 
 int32_t TokenDataset::token(int64_t i) const {
@@ -189,6 +243,10 @@ void TokenDataset::read(int64_t first, int64_t count, int32_t* out) const {
 }
 
 void TokenDataset::check_vocab(int vocab) const {
+  if (tokenizer_ && tokenizer_->vocab > vocab)
+    throw Error(path() + ": its tokens come from " + tokenizer_->describe() + ", a vocabulary of " +
+                std::to_string(tokenizer_->vocab) + " ids, larger than the model's vocabulary of " +
+                std::to_string(vocab) + " (model.vocab must be at least " + std::to_string(tokenizer_->vocab) + ")");
   if (max_token_ >= vocab)
     throw Error(path() + ": token " + std::to_string(max_token_) + " at index " +
                 std::to_string(max_token_index_) + " does not fit the model's vocabulary of " +

@@ -6,10 +6,12 @@
 // The file is memory-mapped and shared by copies of the dataset.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "data/mapped_file.hpp"
 #include "data/token_file_format.hpp"
+#include "data/tokenizer_record.hpp"
 
 namespace ptdp {
 
@@ -32,9 +34,16 @@ class TokenDataset {
   // Tokens [first, first + count) widened to int32; the range must lie inside the file.
   void read(int64_t first, int64_t count, int32_t* out) const;
 
+  // Documents in the file: a version 2 ptdp file's index; an llm.c shard's end-of-text tokens
+  // (llm.c begins every document with one); nullopt where the file does not say.
+  std::optional<int64_t> documents() const { return documents_; }
+  // The tokenizer that made the tokens, as a version 2 ptdp file records it; nullopt for other
+  // files (text is its own bytes).
+  const std::optional<TokenizerRecord>& tokenizer() const { return tokenizer_; }
+
   int32_t max_token() const { return max_token_; }
   // Throws ptdp::Error naming the file, the first largest token and its index when a token does
-  // not fit a vocabulary of `vocab` ids.
+  // not fit a vocabulary of `vocab` ids, or naming the tokenizer when its vocabulary does not.
   void check_vocab(int vocab) const;
 
  private:
@@ -49,6 +58,8 @@ class TokenDataset {
   int64_t count_;
   int32_t max_token_ = 0;
   int64_t max_token_index_ = 0;
+  std::optional<int64_t> documents_;
+  std::optional<TokenizerRecord> tokenizer_;
 };
 
 }  // namespace ptdp

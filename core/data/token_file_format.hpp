@@ -21,10 +21,28 @@ struct PtdpHeader {
 };
 static_assert(sizeof(PtdpHeader) == kPtdpHeaderBytes);
 
+// Version 2 adds what a corpus of documents needs: the document index and the tokenizer that made
+// the tokens. After the 24 bytes of version 1 come the document count and the length of the
+// tokenizer record (JSON); then the record, the tokens and the document starts (documents + 1
+// uint64: 0, the first token of each later document, count), each padded to 8 bytes.
+inline constexpr uint32_t kPtdpIndexedVersion = 2;
+inline constexpr size_t kPtdpIndexedHeaderBytes = 40;
+
+struct PtdpIndexedHeader {
+  PtdpHeader base;
+  uint64_t documents;
+  uint64_t tokenizer_bytes;
+};
+static_assert(sizeof(PtdpIndexedHeader) == kPtdpIndexedHeaderBytes);
+
+inline constexpr size_t padded_to_8(size_t bytes) { return (bytes + 7) / 8 * 8; }
+
 // llm.c's GPT-2 shards: 256 int32 (magic, version, token count, zeros), then uint16 tokens.
 inline constexpr int32_t kLlmcMagic = 20240520;
 inline constexpr int32_t kLlmcVersion = 1;
 inline constexpr size_t kLlmcHeaderBytes = 256 * sizeof(int32_t);
+// GPT-2's <|endoftext|>, which llm.c's scripts put before every document.
+inline constexpr int32_t kLlmcEndOfText = 50256;
 
 // Width of one stored token. The codes are part of the file format: never renumber.
 enum class TokenDType : uint32_t { U8 = 1, U16 = 2, I32 = 3 };

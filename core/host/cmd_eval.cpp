@@ -5,14 +5,18 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "command_registry.hpp"
+#include "data/corpus_encoder.hpp"
+#include "data/token_dataset.hpp"
 #include "manifest_plugins.hpp"
 #include "runtime/trainer.hpp"
+#include "step_tokenizer.hpp"
 #include "stored_step.hpp"
 
 namespace ptdp::host {
@@ -28,10 +32,36 @@ struct EvalArgs {
   std::vector<std::string> sets;
 };
 
+// Text is tokens only through the tokenizer the model learned: a step that records a subword
+// tokenizer scores text encoded with it (into the step tokenizer's folder), and is refused text
+// it cannot encode.
+std::string data_for_the_model(const EvalArgs& args, const StepTokenizer& step, const std::string& source) {
+  if (!step.recorded() || step.recorded()->record.kind == "bytes" ||
+      TokenDataset::open(args.data, args.format).format() != TokenFileFormat::Text)
+    return args.data;
+  const TokenizerRecord& record = step.recorded()->record;
+  if (!step.tokenizer())
+    throw Error(fmt::format("{}: the model was trained on tokens of {}; {} is text, so encode it with that tokenizer "
+                            "first ({}) and pass the token file",
+                            source, record.describe(), args.data,
+                            record.kind == "huggingface" ? "scripts/encode_hf.py" : "ptdp-host data encode"));
+  CorpusEncoding encoding;
+  encoding.out = step.folder() + "/eval.bin";
+  encoding.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<EncodedFile> files = encode_corpus(list_text_inputs({args.data}), *step.tokenizer(), encoding, nullptr);
+  spdlog::info("eval: {} encoded with the step's tokenizer, {}: {} tokens", args.data, record.describe(), files[0].tokens);
+  return encoding.out;
+}
+
 int eval_command(const EvalArgs& args) {
   const StoredStep stored = open_stored_step(args.checkpoint, args.step, args.store);
-  std::vector<std::string> overrides = {fmt::format("data.path={}", nlohmann::json(args.data).dump()),
-                                        fmt::format("data.format={}", nlohmann::json(args.format).dump())};
+  const std::string source = fmt::format("{} step {}", args.checkpoint, stored.step);
+  const StepTokenizer step(stored.metadata, source);
+  const std::string data = data_for_the_model(args, step, source);
+  // The step's own tokenizer judges the data; the file the training run named may be elsewhere now.
+  std::vector<std::string> overrides = {
+      fmt::format("data.path={}", nlohmann::json(data).dump()), "data.val_path=[]", "data.weights=[]",
+      "data.tokenizer=\"\"", fmt::format("data.format={}", nlohmann::json(data == args.data ? args.format : "ptdp").dump())};
   overrides.insert(overrides.end(), args.sets.begin(), args.sets.end());
   const RunConfig config = one_process_config(stored, args.checkpoint, "eval", overrides);
   check_manifest_plugins(config);

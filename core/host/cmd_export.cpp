@@ -1,6 +1,7 @@
 // ptdp-host export hf CHECKPOINT OUT_DIR: a saved step as a Hugging Face GPT-2 folder
-// (config.json with every dimension, model.safetensors in GPT2LMHeadModel's names and layout),
-// whatever layout trained it: each tensor is read whole from its shards.
+// (config.json with every dimension, model.safetensors in GPT2LMHeadModel's names and layout,
+// the tokenizer when the step holds one), whatever layout trained it: each tensor is read whole
+// from its shards.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include "checkpoint/hf_gpt2_layout.hpp"
 #include "checkpoint/safetensors_writer.hpp"
 #include "command_registry.hpp"
+#include "data/run_tokenizer.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "manifest/run_config_json.hpp"
 #include "stored_step.hpp"
@@ -47,8 +49,18 @@ void export_hf(const ExportArgs& args) {
   const fs::path config_path = fs::path(args.out_dir) / "config.json";
   std::ofstream(config_path) << hf_gpt2_config(config.model).dump(2) << "\n";
   if (!fs::exists(config_path)) throw Error(fmt::format("{}: cannot write", config_path.string()));
-  spdlog::info("exported step {} of {} ({} tensors) to {} as a Hugging Face GPT-2", stored.step, args.checkpoint,
-               tensors.size(), args.out_dir);
+  // The tokenizer the step holds, under the name Hugging Face's loaders look for.
+  std::string tokenizer_note;
+  if (stored.metadata.contains("tokenizer")) {
+    const RunTokenizer tokenizer = RunTokenizer::from_json(stored.metadata["tokenizer"], source);
+    const std::string name = tokenizer.record.kind == "huggingface" ? "tokenizer.json" : "tokenizer.model";
+    if (!tokenizer.file.empty()) {
+      tokenizer.write_file((fs::path(args.out_dir) / name).string());
+      tokenizer_note = fmt::format(" and its tokenizer ({}, {})", name, tokenizer.record.describe());
+    }
+  }
+  spdlog::info("exported step {} of {} ({} tensors){} to {} as a Hugging Face GPT-2", stored.step, args.checkpoint,
+               tensors.size(), tokenizer_note, args.out_dir);
 }
 
 void add_export(CLI::App& root) {

@@ -9,7 +9,7 @@
 #include "checkpoint/checkpoint_preflight.hpp"
 #include "command_registry.hpp"
 #include "manifest_plugins.hpp"
-#include "data/token_dataset.hpp"
+#include "data/run_tokenizer.hpp"
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
 #include "manifest/manifest_loader.hpp"
@@ -46,9 +46,7 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   // --profile without a GPU, once before any rank starts rather than by every rank.
   if (args.train.profile && (!env || env->rank == 0)) check_profilable(kernels_memory(config), config.plugins.kernels);
   // Bad data fails here, before any rank or plugin starts.
-  if (config.data.path.empty())
-    throw Error(fmt::format("{}: data.path is not set: the manifest names no training data", config.source));
-  TokenDataset::open(config.data.path, config.data.format).check_vocab(config.model.vocab);
+  run_tokenizer(config, RunData::open(config));
   // So does a checkpoint folder the run cannot use; once per job (our own launcher's ranks were
   // checked by the process that started them).
   if (!env || (env->launcher != "ptdp" && env->rank == 0)) prepare_checkpoint_folder(config);

@@ -1,7 +1,8 @@
 // ptdp-host sample CHECKPOINT --prompt TEXT: text from a saved model, the other first thing to ask
 // of it after training. Like eval, the step's stored manifest rebuilds the model in one CPU
 // process (kernels-ref, fp32) whatever layout trained it. Tokens are bytes (the byte-level data
-// of text files); a model with a larger vocabulary takes and gives token ids.
+// of text files), or the pieces of the SentencePiece tokenizer the step holds; a model with
+// another vocabulary takes and gives token ids.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -20,6 +21,7 @@
 #include "runtime/model_chunk.hpp"
 #include "runtime/text_generation.hpp"
 #include "runtime/trainer.hpp"
+#include "step_tokenizer.hpp"
 #include "stored_step.hpp"
 
 namespace ptdp::host {
@@ -40,15 +42,17 @@ struct SampleArgs {
   std::vector<std::string> sets;
 };
 
-std::vector<int32_t> prompt_tokens(const SampleArgs& args, int vocab) {
+// `tokenizer`: the step's, which encodes --prompt; null for byte-level models (one token a byte).
+std::vector<int32_t> prompt_tokens(const SampleArgs& args, int vocab, const Tokenizer* tokenizer) {
   if (!args.prompt_ids.empty() && !args.prompt.empty()) throw Error("sample: give --prompt or --prompt-ids, not both");
   std::vector<int32_t> tokens = args.prompt_ids;
-  for (unsigned char byte : args.prompt) tokens.push_back(byte);
+  if (tokenizer) tokenizer->encode(args.prompt, tokens);
+  else for (unsigned char byte : args.prompt) tokens.push_back(byte);
   if (tokens.empty()) throw Error("sample: an empty prompt (give --prompt TEXT or --prompt-ids 1,2,3)");
   for (int32_t t : tokens)
     if (t < 0 || t >= vocab)
       throw Error(fmt::format("sample: prompt token {} is outside the model's vocabulary [0, {}){}", t, vocab,
-                              args.prompt.empty() ? "" : " (--prompt gives one token per byte)"));
+                              args.prompt.empty() || tokenizer ? "" : " (--prompt gives one token per byte)"));
   return tokens;
 }
 
@@ -62,14 +66,24 @@ int sample_command(const SampleArgs& args) {
   overrides.insert(overrides.end(), args.sets.begin(), args.sets.end());
   const RunConfig config = one_process_config(stored, args.checkpoint, "sample", overrides);
   check_manifest_plugins(config);
+  const StepTokenizer step(stored.metadata, fmt::format("{} step {}", args.checkpoint, stored.step));
+  const Tokenizer* tokenizer = step.tokenizer();
+  if (step.recorded() && step.recorded()->record.kind != "bytes" && !tokenizer && !args.prompt.empty())
+    throw Error(fmt::format("sample: the model was trained on tokens of {}, which ptdp-host cannot encode with; give "
+                            "the prompt as --prompt-ids",
+                            step.recorded()->record.describe()));
   GenerationRequest request;
-  request.prompt = prompt_tokens(args, config.model.vocab);
+  request.prompt = prompt_tokens(args, config.model.vocab, tokenizer);
   request.new_tokens = args.tokens;
   request.temperature = args.temperature;
   request.top_k = args.top_k;
   request.seed = args.seed;
-  // Bytes only mean text when every id is a byte.
-  const bool as_ids = args.ids || config.model.vocab > 256;
+  // Bytes only mean text when every id is a byte; other ids, through the step's tokenizer.
+  const bool as_ids = args.ids || (config.model.vocab > 256 && !tokenizer);
+  // With a tokenizer, the text of prompt and continuation together, less what is already out: the
+  // first piece's leading space and a character's later bytes depend on the pieces around them.
+  std::vector<int32_t> generated = request.prompt;
+  std::string printed = tokenizer ? tokenizer->decode(generated) : "";
   std::ofstream logits_file;
   if (!args.logits_path.empty()) {
     logits_file.open(args.logits_path);
@@ -80,8 +94,18 @@ int sample_command(const SampleArgs& args) {
     const auto start = std::chrono::steady_clock::now();
     bool first = true;
     generate(kernels, model, spec, request, [&](int32_t token, const std::vector<float>& logits) {
-      if (as_ids) std::printf("%s%d", first ? "" : ",", token);
-      else std::putchar(token);
+      if (as_ids) {
+        std::printf("%s%d", first ? "" : ",", token);
+      } else if (tokenizer) {
+        generated.push_back(token);
+        const std::string text = tokenizer->decode(generated);
+        if (text.size() > printed.size() && text.compare(0, printed.size(), printed) == 0) {
+          std::fwrite(text.data() + printed.size(), 1, text.size() - printed.size(), stdout);
+          printed = text;
+        }
+      } else {
+        std::putchar(token);
+      }
       first = false;
       std::fflush(stdout);
       if (logits_file.is_open()) logits_file << nlohmann::json{{"token", token}, {"logits", logits}}.dump() << '\n';
@@ -122,10 +146,10 @@ const RegisterHostCommand registration{{"sample", 46, [](CLI::App& root) {
   auto args = std::make_shared<SampleArgs>();
   auto* cmd = root.add_subcommand("sample", "Text generated by a checkpoint's model from a prompt");
   cmd->add_option("checkpoint", args->checkpoint, "Checkpoint folder (checkpoint.dir of the run)")->required();
-  cmd->add_option("--prompt", args->prompt, "Prompt text, one token per byte");
+  cmd->add_option("--prompt", args->prompt, "Prompt text: one token per byte, or the pieces of the step's SentencePiece tokenizer");
   cmd->add_option_function<std::string>("--prompt-ids", [args](const std::string& s) { args->prompt_ids = parse_ids(s); },
                                         "Prompt as token ids: 17,4,99");
-  cmd->add_flag("--ids", args->ids, "Print token ids instead of bytes (always so when model.vocab > 256)");
+  cmd->add_flag("--ids", args->ids, "Print token ids instead of text (always so when model.vocab > 256 and the step holds no SentencePiece tokenizer)");
   cmd->add_option("--logits", args->logits_path,
                   "Also write, a JSON line per new token, the logits it was drawn from (ids below model.vocab)");
   cmd->add_option("--tokens", args->tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));

@@ -87,7 +87,10 @@ void read_precision(TableReader r, RunConfig::Precision& precision) {
 }
 
 void read_data(TableReader r, RunConfig::Data& data) {
-  r.read("path", data.path);
+  r.read_one_or_many("path", data.path);
+  r.read_one_or_many("val_path", data.val_path);
+  r.read("weights", data.weights, FloatRange::above(0));
+  r.read("tokenizer", data.tokenizer);
   r.read("format", data.format, {"auto", "ptdp", "llmc", "text"});
   r.read("val_fraction", data.val_fraction, FloatRange::from_below(0, 1));
   r.read("val_every", data.val_every, 0);
@@ -141,7 +144,10 @@ void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path&
     const fs::path& base = locator.overridden(key) ? cwd : manifest_dir;
     path = (base / path).lexically_normal().string();  // an absolute `path` replaces `base`
   };
-  resolve(c.data.path, "data.path");
+  for (size_t i = 0; i < c.data.path.size(); ++i) resolve(c.data.path[i], fmt::format("data.path[{}]", i));
+  for (size_t i = 0; i < c.data.val_path.size(); ++i)
+    resolve(c.data.val_path[i], fmt::format("data.val_path[{}]", i));
+  resolve(c.data.tokenizer, "data.tokenizer");
   resolve(c.checkpoint.dir, "checkpoint.dir");
   resolve(c.checkpoint.resume_from, "checkpoint.resume_from");
   for (size_t i = 0; i < c.plugins.search_path.size(); ++i)

@@ -76,6 +76,11 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
          fmt::format("must not exceed optimizer.lr ({} > {})", c.optimizer.min_lr, c.optimizer.lr));
   if (c.checkpoint.every > 0 && c.checkpoint.dir.empty())
     fail({"checkpoint.every", "checkpoint.dir"}, "needs checkpoint.dir");
+  if (!c.data.weights.empty() && c.data.weights.size() != c.data.path.size())
+    fail({"data.weights", "data.path"},
+         fmt::format("has {} weight{} for {} entr{} of data.path: a blend weighs each entry (a file or a glob)",
+                     c.data.weights.size(), c.data.weights.size() == 1 ? "" : "s", c.data.path.size(),
+                     c.data.path.size() == 1 ? "y" : "ies"));
   if (c.checkpoint.resume_step > 0 && c.checkpoint.resume_from.empty())
     fail({"checkpoint.resume_step", "checkpoint.resume_from"},
          "needs checkpoint.resume_from: the run starting from an earlier step writes its own line of steps, "

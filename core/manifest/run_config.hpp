@@ -55,9 +55,14 @@ struct RunConfig {
   } precision;
 
   struct Data {
-    std::string path;                 // token file (ptdp format or llm.c shard), or text
+    // Files or globs of token files (ptdp format, llm.c shards) or text, in order; each entry is
+    // one source of a blend when `weights` is set, else all together are one data set.
+    std::vector<std::string> path;
+    std::vector<std::string> val_path;  // a separate validation set; empty: the tail of `path`
+    std::vector<double> weights;        // one per entry of `path`; empty: no blend
+    std::string tokenizer;              // the tokenizer file the data were made with; travels in checkpoints
     std::string format = "auto";      // "auto" | "ptdp" | "llmc" | "text"
-    double val_fraction = 0.05;       // tail of the file held out for validation
+    double val_fraction = 0.05;       // tail of each source held out when there is no val_path
     int val_every = 0;                // 0: never
     int val_batches = 4;
   } data;

@@ -57,7 +57,7 @@ nlohmann::ordered_json run_config_json(const RunConfig& c) {
         {"decay", c.optimizer.decay}}},
       {"precision", {{"params", c.precision.params}}},
       {"data",
-       {{"path", c.data.path}, {"format", c.data.format}, {"val_fraction", c.data.val_fraction},
+       {{"path", c.data.path}, {"val_path", c.data.val_path}, {"weights", c.data.weights}, {"tokenizer", c.data.tokenizer}, {"format", c.data.format}, {"val_fraction", c.data.val_fraction},
         {"val_every", c.data.val_every}, {"val_batches", c.data.val_batches}}},
       {"checkpoint",
        {{"dir", c.checkpoint.dir}, {"every", c.checkpoint.every}, {"resume", c.checkpoint.resume},

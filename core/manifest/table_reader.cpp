@@ -128,6 +128,37 @@ void TableReader::read(std::string_view key, std::vector<std::string>& out) {
   out = std::move(values);
 }
 
+void TableReader::read_one_or_many(std::string_view key, std::vector<std::string>& out) {
+  if (table_)
+    if (const toml::node* node = table_->get(key); node && node->is_string()) {
+      read_keys_.emplace(key);
+      out = {node->as_string()->get()};
+      return;
+    }
+  read(key, out);
+}
+
+void TableReader::read(std::string_view key, std::vector<double>& out, FloatRange range) {
+  const toml::source_region* at = nullptr;
+  const toml::node* node = take(key, &at);
+  if (!node) return;
+  const auto* array = node->as_array();
+  if (!array) wrong_type(key, *node, "array of numbers", at);
+  std::vector<double> values;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    const std::string element_path = fmt::format("{}[{}]", key_path(key), i);
+    double v = 0;
+    if (const auto* f = element.as_floating_point()) v = f->get();
+    else if (const auto* n = element.as_integer()) v = static_cast<double>(n->get());
+    else locator_.fail(element_path, fmt::format("expected number, got {}", toml_type_name(element)), &element.source());
+    if (!std::isfinite(v) || !range.contains(v))
+      locator_.fail(element_path, fmt::format("must be {} (got {})", range.describe(), v), &element.source());
+    values.push_back(v);
+  }
+  out = std::move(values);
+}
+
 const toml::table* TableReader::read_table(std::string_view key) {
   const toml::source_region* at = nullptr;
   const toml::node* node = take(key, &at);

@@ -62,6 +62,10 @@ class TableReader {
   // `choices`: the allowed values, or empty for any string.
   void read(std::string_view key, std::string& out, std::vector<std::string_view> choices = {});
   void read(std::string_view key, std::vector<std::string>& out);
+  // One string or an array of them (`path = "a.bin"` or `path = ["a.bin", "b_*.bin"]`).
+  void read_one_or_many(std::string_view key, std::vector<std::string>& out);
+  // An array of numbers, each within `range`.
+  void read(std::string_view key, std::vector<double>& out, FloatRange range);
   // A sub-table, or null when absent.
   const toml::table* read_table(std::string_view key);
 

@@ -48,7 +48,7 @@ DataRange data_range(const std::vector<LossCurve>& curves) {
   return range;
 }
 
-void draw_axes(std::string& svg, const Axis& x, const Axis& y) {
+void draw_axes(std::string& svg, const Axis& x, const Axis& y, const std::string& y_label) {
   svg += "<g class=\"grid\" stroke=\"#e6e6e6\" stroke-width=\"1\">\n";
   for (double v : ticks(x)) {
     double px = x.to_pixel(v, kLeft, kRight);
@@ -72,8 +72,8 @@ void draw_axes(std::string& svg, const Axis& x, const Axis& y) {
   svg += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"14\">step</text>\n",
                      (kLeft + kRight) / 2, kHeight - 16);
   svg += fmt::format("<text class=\"axis-label\" x=\"{0}\" y=\"{1}\" text-anchor=\"middle\" font-size=\"14\" "
-                     "transform=\"rotate(-90 {0} {1})\">loss</text>\n",
-                     20, (kTop + kBottom) / 2);
+                     "transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
+                     20, (kTop + kBottom) / 2, xml_escaped(y_label));
 }
 
 void draw_curve(std::string& svg, const LossCurve& curve, const char* colour, const Axis& x, const Axis& y) {
@@ -102,7 +102,7 @@ void draw_curve(std::string& svg, const LossCurve& curve, const char* colour, co
   }
 }
 
-void draw_legend(std::string& svg, const std::vector<LossCurve>& curves) {
+void draw_legend(std::string& svg, const std::vector<LossCurve>& curves, const std::string& y_label) {
   bool any_validation = false;
   size_t longest = std::string("validation loss").size();
   for (const auto& curve : curves) {
@@ -123,7 +123,7 @@ void draw_legend(std::string& svg, const std::vector<LossCurve>& curves) {
                          left + 8, mid, left + 30, plot_colour(i));
     else
       svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"#666\"/>\n", left + 19, mid);
-    const std::string text = i < curves.size() ? curves[i].label : "validation loss";
+    const std::string text = i < curves.size() ? curves[i].label : "validation " + y_label;
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", left + 36, mid + 4, xml_escaped(text));
   }
   svg += "</g>\n";
@@ -131,7 +131,7 @@ void draw_legend(std::string& svg, const std::vector<LossCurve>& curves) {
 
 }  // namespace
 
-std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::string& title) {
+std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::string& title, const std::string& y_label) {
   const DataRange range = data_range(curves);
   const Axis x = step_axis(range.step_lo, range.step_hi);
   const Axis y = padded_axis(range.loss_lo, range.loss_hi);
@@ -142,9 +142,9 @@ std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::stri
       "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
       "<text class=\"title\" x=\"{2}\" y=\"30\" text-anchor=\"middle\" font-size=\"17\" font-weight=\"bold\">{3}</text>\n",
       kWidth, kHeight, (kLeft + kRight) / 2, xml_escaped(title));
-  draw_axes(svg, x, y);
+  draw_axes(svg, x, y, y_label);
   for (size_t i = 0; i < curves.size(); ++i) draw_curve(svg, curves[i], plot_colour(i), x, y);
-  draw_legend(svg, curves);
+  draw_legend(svg, curves, y_label);
   svg += "</svg>\n";
   return svg;
 }

@@ -16,6 +16,8 @@ struct LossCurve {
 // dots in the curve's colour, a legend and the title. A non-finite loss leaves a gap in its
 // curve. Each curve is one <path class="train-loss"> with one M or L command per drawn point;
 // each validation point one <circle class="val-loss">.
-std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::string& title);
+// `y_label` names what the curves measure.
+std::string loss_curve_svg(const std::vector<LossCurve>& curves, const std::string& title,
+                           const std::string& y_label = "loss");
 
 }  // namespace ptdp

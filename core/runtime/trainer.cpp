@@ -12,8 +12,8 @@
 #include "checkpoint/checkpoint_manager.hpp"
 #include "checkpoint/checkpoint_space.hpp"
 #include "checkpoint/resume_point.hpp"
-#include "data/batch_sampler.hpp"
-#include "data/token_dataset.hpp"
+#include "data/run_data.hpp"
+#include "data/run_tokenizer.hpp"
 #include "launch/tcp_store.hpp"
 #include "manifest/model_math.hpp"
 #include "manifest/run_config_json.hpp"
@@ -140,6 +140,8 @@ class RankTrainer {
   std::vector<ChunkBuffers> buffers_;  // each chunk's master weights and gradients
   std::unique_ptr<OptimizerState> optimizer_;
   std::unique_ptr<CheckpointManager> checkpoints_;
+  std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
+  nlohmann::json data_record_;              // RunData::record(), recorded in every step saved
   RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
 };
 
@@ -167,11 +169,20 @@ int64_t RankTrainer::open_checkpoints() {
   const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
   CheckpointManager& from = source ? *source : *checkpoints_;
+  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
+  check_resumed_tokenizer(saved, tokenizer_, fmt::format("{} step {}", resume->dir, resume->step));
+  // Batches are drawn over the files in order: other files mean other batches from here on.
+  // (eval scores other data on purpose.)
+  if (id_.rank == 0 && options_.eval_batches == 0 && saved.is_object() && saved.contains("data") &&
+      !data_record_.is_null())
+    if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
+      spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones the "
+                   "first run would have drawn",
+                   resume->step, change);
   from.check(resume->step, optimizer_->whole_params());
   optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
   kernels_->params_updated();
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
-  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
   schedule_ = resumed.schedule;
@@ -181,7 +192,7 @@ int64_t RankTrainer::open_checkpoints() {
 }
 
 void RankTrainer::save_checkpoint(int64_t completed_steps) {
-  const nlohmann::json metadata = {
+  nlohmann::json metadata = {
       {"step", completed_steps},
       {"manifest", cfg_.source},
       {"layout", {{"pipeline", topology_.pipeline()}, {"tensor", topology_.tensor()}, {"data", topology_.data()},
@@ -190,6 +201,8 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
                  {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
       {"config", run_config_json(cfg_)},
       {"schedule", schedule_record(schedule_)}};
+  if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
+  if (!data_record_.is_null()) metadata["data"] = data_record_;
   optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
   checkpoints_->commit(completed_steps, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
@@ -371,6 +384,13 @@ TrainOutcome RankTrainer::run() {
   build_model();
   bind_streams();
   initialize_parameters();
+  // A loaded model handed to the caller (sample) reads no data.
+  std::optional<RunData> data;
+  if (!options_.use_loaded_model) {
+    data.emplace(RunData::open(cfg_));
+    tokenizer_ = run_tokenizer(cfg_, *data);
+    data_record_ = data->record();
+  }
   const int64_t first_step = open_checkpoints();
   if (options_.use_loaded_model) {
     PTDP_CHECK(id_.world_size == 1 && chunks_.size() == 1, "a loaded model is handed over on one rank only");
@@ -387,13 +407,11 @@ TrainOutcome RankTrainer::run() {
   const InstructionStream& stream = schedule.streams.at(me_.pp);
   const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
 
-  const TokenDataset dataset = TokenDataset::open(cfg_.data.path, cfg_.data.format);
-  dataset.check_vocab(cfg_.model.vocab);
-  const BatchSampler train(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, cfg_.data.val_fraction);
+  const BatchSampler train = data->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
   // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
   std::optional<BatchSampler> validation;
   if (cfg_.data.val_every > 0)
-    validation.emplace(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Validation, cfg_.data.val_fraction);
+    validation.emplace(data->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
   const int64_t per_replica = cfg_.parallel.global_batch / topology_.data();
   const int b = cfg_.parallel.micro_batch;
   auto loader_for = [&](const BatchSampler& sampler) -> MicrobatchLoader {
@@ -525,10 +543,10 @@ TrainOutcome RankTrainer::run() {
   }
   if (options_.eval_batches > 0) {
     // The whole file, not a split of it: what `ptdp-host eval` measures.
-    const BatchSampler whole(dataset, cfg_.model.seq_len, cfg_.run.seed, Split::Train, 0.0);
+    const BatchSampler whole = data->everything(cfg_.model.seq_len, cfg_.run.seed);
     const double loss = forward_loss(loader_for(whole), options_.eval_batches);
     if (id_.rank == 0)
-      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", cfg_.data.path, loss,
+      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data->train.front().corpus.name(), loss,
                    std::exp(loss), options_.eval_batches, tokens_per_step);
   }
   world_->barrier();

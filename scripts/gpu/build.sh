@@ -24,9 +24,10 @@ cp -r "$build"/lib/ptdp "$stage/lib/"
 ucx=.deps/ucx/libucx/lib
 for lib in libucp libuct libucs libucm libucs_signal; do cp -L "$ucx/$lib.so.0" "$stage/deps/"; done
 cp -L "$ucx"/ucx/libuct_cuda.so* "$ucx"/ucx/libucm_cuda.so* "$ucx"/ucx/libuct_cma.so* "$stage/deps/ucx/"
-# Libraries of kernels-ref that the GPU machine does not have: what ldd resolves from the Debian
-# system, nothing of CUDA (the GPU machine has its own driver, CUDA, NCCL and cuDNN) or UCX.
-ldd "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' |
+# Libraries of ptdp-host (SentencePiece) and kernels-ref that the GPU machine does not have: what
+# ldd resolves from the Debian system, nothing of CUDA (the GPU machine has its own driver, CUDA,
+# NCCL and cuDNN) or UCX.
+ldd "$build"/bin/ptdp-host "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \//{print $3}' | sort -u |
   grep -vE 'libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt|cuda|nccl|cudnn|cublas|libuc[pstm]' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 # CUPTI for run --profile: part of the CUDA toolkit, which the GPU machine need not have whole.

@@ -175,6 +175,71 @@ TEST_F(BatchSamplerTest, ShortSplitsFailNamingFileAndSizes) {
   EXPECT_NE(message(0, Split::Train, 0.1).find("seq_len must be positive"), std::string::npos);
 }
 
+// Shards are read as one sequence: cut into three files, the data give the batches of the whole file.
+TEST_F(BatchSamplerTest, ShardsDrawTheWindowsOfTheFileTheyCutUp) {
+  std::vector<TokenDataset> shards;
+  for (auto [first, last] : {std::pair{0, 2500}, {2500, 2501}, {2501, 10000}}) {
+    std::vector<int32_t> tokens(last - first);
+    std::iota(tokens.begin(), tokens.end(), first);
+    const std::string path = dir_.file("shard_" + std::to_string(first) + ".bin");
+    write_token_file(path, tokens, TokenDType::I32);
+    shards.push_back(TokenDataset::open(path));
+  }
+  BatchSampler whole_file(dataset(), kSeqLen, 1234, Split::Train, 0.05);
+  BatchSampler sharded({SamplerSource{TokenCorpus(shards)}}, kSeqLen, 1234, Split::Train, 0.05);
+  for (int64_t step : {0, 1, 17}) EXPECT_EQ(global_batch(sharded, step, 32, 1, 32), global_batch(whole_file, step, 32, 4, 2));
+}
+
+class BlendTest : public BatchSamplerTest {
+ protected:
+  // Source 0 holds tokens 0.., source 1 tokens 100000..: every token says which source it is from.
+  std::vector<SamplerSource> blend(double weight0, double weight1) {
+    std::vector<int32_t> tokens(kTokens);
+    std::iota(tokens.begin(), tokens.end(), 100000);
+    const std::string other = dir_.file("other.bin");
+    write_token_file(other, tokens, TokenDType::I32);
+    return {{TokenCorpus({dataset()}), weight0}, {TokenCorpus({TokenDataset::open(other)}), weight1}};
+  }
+};
+
+TEST_F(BlendTest, SourcesAreDrawnInProportionToTheirWeights) {
+  const BatchSampler sampler(blend(3, 1), kSeqLen, 42, Split::Train, 0.1);
+  int from_first = 0;
+  const int samples = 20000;
+  for (int g = 0; g < samples; ++g) {
+    Sequence seq(2 * kSeqLen);
+    sampler.sample(g / 100, g % 100, seq.data(), seq.data() + kSeqLen);
+    const bool first = seq.front() < 100000;
+    for (int32_t token : seq) EXPECT_EQ(token < 100000, first) << "a window mixes two sources";
+    from_first += first;
+  }
+  // Binomial(20000, 0.75) has a standard deviation of 61; 0.75 ± 0.015 is ± 5 of them.
+  EXPECT_NEAR(static_cast<double>(from_first) / samples, 0.75, 0.015);
+}
+
+TEST_F(BlendTest, GlobalBatchIsTheSameUnderEveryLayoutAndEachSourceKeepsItsValidationTail) {
+  const BatchSampler train(blend(1, 2), kSeqLen, 7, Split::Train, 0.1);
+  const auto batch = global_batch(train, 3, 64, 1, 64);
+  for (auto [d, b] : {std::pair{2, 4}, {4, 1}, {8, 8}}) EXPECT_EQ(global_batch(train, 3, 64, d, b), batch);
+  for (int64_t step = 0; step < 50; ++step)
+    for (const auto& [g, seq] : global_batch(train, step, 64, 1, 64))
+      for (int32_t token : seq) EXPECT_LT(token % 100000, 9000) << "step " << step << " sample " << g;
+  const BatchSampler validation(blend(1, 2), kSeqLen, 7, Split::Validation, 0.1);
+  for (const auto& [g, seq] : global_batch(validation, 0, 64, 1, 64))
+    for (int32_t token : seq) EXPECT_GE(token % 100000, 9000) << "sample " << g;
+}
+
+TEST_F(BatchSamplerTest, WholeSetNeedsOneSequence) {
+  const TokenCorpus corpus({dataset()});
+  EXPECT_EQ(BatchSampler::whole({{corpus}}, kSeqLen, 1, Split::Validation).split_end(), kTokens);
+  try {
+    BatchSampler::whole({{corpus}}, kTokens, 1, Split::Validation);
+    FAIL() << "a set of " << kTokens << " tokens has no window of " << kTokens + 1;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path_ + ": the validation set has 10000 tokens, fewer than seq_len + 1 = 10001");
+  }
+}
+
 TEST_F(BatchSamplerTest, WholeFileTrainsWithoutValidation) {
   BatchSampler train(dataset(), kSeqLen, 5, Split::Train, 0.0);
   EXPECT_EQ(train.split_end(), kTokens);

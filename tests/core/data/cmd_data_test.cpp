@@ -100,6 +100,58 @@ TEST(HostDataCommand, InfoOnAMalformedFileIsOneLine) {
   EXPECT_EQ(std::count(info.output.begin(), info.output.end(), '\n'), 1) << info.output;
 }
 
+TEST(HostDataCommand, TrainATokenizerThenEncodeJsonlIntoShardsAndAValidationFile) {
+  ScratchDir dir;
+  const std::string model = dir.file("tok.model");
+  HostResult train = run_host("data tokenizer train " + quoted(std::string(PTDP_SOURCE_DIR) + "/data/corpus.txt") +
+                              " --vocab 400 --type unigram --out " + quoted(model));
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find(model + ": sentencepiece tok.model (vocab 400, end of document 2, sha256 "),
+            std::string::npos)
+      << train.output;
+
+  std::string jsonl;
+  for (int i = 0; i < 200; ++i) jsonl += "{\"text\": \"And God said, Let there be light " + std::to_string(i) + "\"}\n";
+  const std::string input = dir.file("docs.jsonl");
+  write_bytes(input, text_bytes(jsonl));
+  HostResult encode = run_host("data encode " + quoted(input) + " " + quoted(dir.file("light.bin")) + " --tokenizer " +
+                               quoted(model) + " --shard-tokens 1000 --val-tokens 300 --workers 2");
+  ASSERT_EQ(encode.exit_code, 0) << encode.output;
+  EXPECT_NE(encode.output.find(dir.file("light_val.bin") + ": "), std::string::npos) << encode.output;
+  EXPECT_NE(encode.output.find(" 200 documents in "), std::string::npos) << encode.output;
+
+  HostResult info = run_host("data info " + quoted(dir.file("light_train_*.bin")));
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("file     " + dir.file("light_train_000001.bin") + "\n"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("made by  sentencepiece tok.model (vocab 400, end of document 2"), std::string::npos)
+      << info.output;
+  EXPECT_NE(info.output.find("docs     "), std::string::npos) << info.output;
+}
+
+TEST(HostDataCommand, TokenizersItCannotUseAreOneLine) {
+  ScratchDir dir;
+  const std::string text = dir.file("a.txt");
+  write_bytes(text, text_bytes("abc"));
+  HostResult small = run_host("data tokenizer train " + quoted(text) + " --vocab 100 --out " + quoted(dir.file("t.model")));
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_NE(small.output.find("--vocab 100: a vocabulary needs room for 4 special pieces and 256 bytes"),
+            std::string::npos)
+      << small.output;
+  const std::string hf = dir.file("tokenizer.json");
+  write_bytes(hf, text_bytes("{}"));
+  HostResult json = run_host("data encode " + quoted(text) + " " + quoted(dir.file("a.bin")) + " --tokenizer " + quoted(hf));
+  EXPECT_EQ(json.exit_code, 1);
+  EXPECT_NE(json.output.find(hf + ": a Hugging Face tokenizer; encode with it through scripts/encode_hf.py"),
+            std::string::npos)
+      << json.output;
+  HostResult garbage = run_host("data encode " + quoted(text) + " " + quoted(dir.file("a.bin")) + " --tokenizer " + quoted(text));
+  EXPECT_EQ(garbage.exit_code, 1);
+  EXPECT_NE(garbage.output.find(text + ": not a SentencePiece model"), std::string::npos) << garbage.output;
+  for (const HostResult* r : {&small, &json, &garbage})
+    EXPECT_EQ(std::count(r->output.begin(), r->output.end(), '\n'), 1) << r->output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin")));
+}
+
 TEST(HostDataCommand, ShippedCorpusReadsAsText) {
   HostResult info = run_host("data info " + quoted(std::string(PTDP_SOURCE_DIR) + "/data/corpus.txt"));
   ASSERT_EQ(info.exit_code, 0) << info.output;

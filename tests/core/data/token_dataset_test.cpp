@@ -158,7 +158,7 @@ std::vector<MalformedCase> malformed_cases() {
       {"ptdp_too_short", first_bytes(ptdp_header(1, 1, 4), 20), "auto", "too short for a ptdp token file: 20 bytes"},
       {"ptdp_bad_magic", bad_magic, "auto", "bad magic: not a ptdp token file"},
       {"ptdp_named_but_text", std::vector<uint8_t>(40, 'a'), "ptdp", "bad magic: not a ptdp token file"},
-      {"ptdp_version", ptdp_with_tokens(2, 1, 4, 4), "auto", "unsupported ptdp token file version 2"},
+      {"ptdp_version", ptdp_with_tokens(3, 1, 4, 4), "auto", "unsupported ptdp token file version 3"},
       {"ptdp_dtype", ptdp_with_tokens(1, 9, 4, 4), "auto", "unsupported token dtype code 9"},
       {"ptdp_count_beyond_file", ptdp_with_tokens(1, 2, 10, 8), "auto",
        "truncated ptdp token file: the header says 10 tokens (20 bytes) but only 8 bytes follow"},

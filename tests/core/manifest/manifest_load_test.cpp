@@ -64,7 +64,7 @@ TEST(ManifestLoad, DefaultsFillWhatIsNotWritten) {
   EXPECT_EQ(c.plugins.kernels, defaults.plugins.kernels);
   EXPECT_EQ(c.plugins.scheduler, defaults.plugins.scheduler);
   EXPECT_EQ(c.launch.nnodes, 1);
-  EXPECT_EQ(c.data.path, "");
+  EXPECT_TRUE(c.data.path.empty());
   EXPECT_EQ(c.checkpoint.dir, "");
   EXPECT_EQ(c.model.ffn_hidden, 4 * 32);
   EXPECT_EQ(c.model.padded_vocab, 100);
@@ -131,7 +131,7 @@ TEST(ManifestLoad, RelativePathsResolveAgainstTheManifestFolder) {
                                                                      {"dir = \"\"", "dir = \"ckpt\""},
                                                                      {"[\"plugins\"]", "[\"plugins\", \"/opt/ptdp\"]"}}));
   const RunConfig c = load_manifest(file.string());
-  EXPECT_EQ(c.data.path, (dir.path() / "data/x.txt").string());
+  EXPECT_EQ(c.data.path, std::vector<std::string>{(dir.path() / "data/x.txt").string()});
   EXPECT_EQ(c.checkpoint.dir, (dir.path() / "conf/ckpt").string());
   ASSERT_EQ(c.plugins.search_path.size(), 2u);
   EXPECT_EQ(c.plugins.search_path[0], (dir.path() / "conf/plugins").string());
@@ -139,9 +139,21 @@ TEST(ManifestLoad, RelativePathsResolveAgainstTheManifestFolder) {
   EXPECT_TRUE(c.checkpoint.every == 0);
 }
 
+TEST(ManifestLoad, DataPathIsAListOfFilesAndGlobsWithABlendAndAValidationSet) {
+  TempDir dir;
+  const fs::path file = dir.write(
+      "conf/run.toml", edited(kManifest, {{"path = \"corpus.txt\"",
+                                           "path = [\"web_*.bin\", \"/data/books.bin\"]\n"
+                                           "weights = [3, 0.5]\nval_path = \"web_val.bin\""}}));
+  const RunConfig c = load_manifest(file.string());
+  EXPECT_EQ(c.data.path, (std::vector<std::string>{(dir.path() / "conf/web_*.bin").string(), "/data/books.bin"}));
+  EXPECT_EQ(c.data.weights, (std::vector<double>{3, 0.5}));
+  EXPECT_EQ(c.data.val_path, std::vector<std::string>{(dir.path() / "conf/web_val.bin").string()});
+}
+
 TEST(ManifestLoad, RelativePathsOfAStringResolveAgainstTheCurrentFolder) {
   const RunConfig c = load_manifest_string(kManifest, "t.toml");
-  EXPECT_EQ(c.data.path, (fs::current_path() / "corpus.txt").string());
+  EXPECT_EQ(c.data.path, std::vector<std::string>{(fs::current_path() / "corpus.txt").string()});
   EXPECT_EQ(c.checkpoint.dir, "");  // empty stays empty: no checkpoints
 }
 
@@ -219,7 +231,7 @@ TEST(ManifestLoad, TinyCpuExampleIsTheDefaultRun) {
   EXPECT_EQ(c.model.vocab, 256);
   EXPECT_EQ(c.plugins.kernels, "kernels-ref");
   EXPECT_EQ(c.plugins.scheduler, "sched-interleaved");
-  EXPECT_EQ(c.data.path, (fs::path(PTDP_SOURCE_DIR) / "data/corpus.txt").lexically_normal().string());
+  EXPECT_EQ(c.data.path, std::vector<std::string>{(fs::path(PTDP_SOURCE_DIR) / "data/corpus.txt").lexically_normal().string()});
 }
 
 TEST(ManifestLoad, PaperExampleIsTheTable2Layout) {

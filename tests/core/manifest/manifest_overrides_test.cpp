@@ -70,7 +70,7 @@ TEST(ManifestOverrides, RelativePathsResolveAgainstTheCurrentFolder) {
   TempDir dir;
   const auto file = dir.write("conf/run.toml", kManifest);
   const RunConfig c = load_manifest(file.string(), {"data.path=tokens.bin"});
-  EXPECT_EQ(c.data.path, (std::filesystem::current_path() / "tokens.bin").string());
+  EXPECT_EQ(c.data.path, std::vector<std::string>{(std::filesystem::current_path() / "tokens.bin").string()});
   EXPECT_EQ(c.plugins.search_path.at(0), (dir.path() / "conf/plugins").string());  // from the file
 }
 

@@ -1,0 +1,22 @@
+#include "data/data_files.hpp"
+
+#include <glob.h>
+
+#include <memory>
+
+#include "ptdp/error.hpp"
+
+namespace ptdp {
+
+std::vector<std::string> data_files(const std::string& entry, const std::string& key) {
+  if (entry.find_first_of("*?[") == std::string::npos) return {entry};
+  glob_t matches{};
+  const int status = glob(entry.c_str(), GLOB_ERR, nullptr, &matches);
+  std::unique_ptr<glob_t, void (*)(glob_t*)> owned(&matches, globfree);
+  if (status == GLOB_NOMATCH) throw Error(key + ": \"" + entry + "\" matches no file");
+  if (status != 0) throw Error(key + ": cannot expand \"" + entry + "\": a folder on its way cannot be read");
+  // glob() sorts its matches.
+  return std::vector<std::string>(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+}
+
+}  // namespace ptdp
