@@ -30,7 +30,8 @@ const ConfigKeySpec kSchema[] = {
      "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
      "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
     {"gemm_workspace_mb", ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
-    {"gelu_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
+    // Off by default: on the H200 the 1.3B step took 5% longer with it (BENCHMARKS.md, 2026-12-01).
+    {"gelu_epilogue", ConfigType::Bool, "false", 0, 0, nullptr,
      "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU + FC1's bias gradient in the "
      "FC2 input-gradient GEMM's (DGELU_BGRAD); false: the fused bias + GeLU kernels"},
     {"bias_grad_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
