@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config git
+# clang: a test builds a plugin with it, to show that another compiler on the same libstdc++ loads.
+packages=(build-essential clang cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
   libgtest-dev nlohmann-json3-dev libssl-dev libsentencepiece-dev libucx-dev ucx-utils libopenblas-dev python3-torch
   python3-numpy python3-pip python3-yaml python3-requests python3-typing-extensions)

@@ -53,6 +53,15 @@ std::string missing_entry_reason(const boost::dll::shared_library& library) {
   return reason + " (not a ptdp plugin, or built without PTDP_PLUGIN)";
 }
 
+// "gcc-12;libstdc++-cxx11abi1" -> "libstdc++-cxx11abi1", "" without one. gcc and clang on Linux
+// share the Itanium C++ ABI, so the compiler may differ: what must match is the standard library
+// and its ABI (libstdc++'s std::string and std::list changed layout with the cxx11 ABI; libc++ is
+// another library whose types are not libstdc++'s).
+std::string standard_library_of(const std::string& toolchain) {
+  const size_t at = toolchain.find(';');
+  return at == std::string::npos ? "" : toolchain.substr(at + 1);
+}
+
 // Empty when the descriptor is acceptable to this host.
 std::string descriptor_problem(const PluginDescriptor* d) {
   if (!d) return std::string("entry symbol '") + PTDP_PLUGIN_ENTRY_NAME + "' returned no descriptor";
@@ -77,9 +86,11 @@ std::string descriptor_problem(const PluginDescriptor* d) {
     return "ABI mismatch: kernels plugin built for ABI " + std::to_string(PTDP_ABI_MAJOR) + "." +
            std::to_string(d->abi_minor) + ", a kernels plugin needs 1.3 or later (rebuild it against this SDK)";
   const std::string toolchain = d->toolchain ? d->toolchain : "";
-  if (toolchain != PTDP_TOOLCHAIN)
-    return "toolchain mismatch: plugin built with '" + toolchain + "', host with '" +
-           PTDP_TOOLCHAIN + "' (C++ objects cross the plugin boundary, so both must match)";
+  const std::string stdlib = standard_library_of(toolchain), host_stdlib = standard_library_of(PTDP_TOOLCHAIN);
+  if (stdlib.empty() || stdlib != host_stdlib)
+    return "toolchain mismatch: plugin built with '" + toolchain + "', host with '" + PTDP_TOOLCHAIN +
+           "': C++ objects cross the plugin boundary, so both must use one standard library ABI; rebuild the "
+           "plugin against " + host_stdlib + " (gcc, or clang without -stdlib=libc++; any compiler version)";
   if (!d->name || !*d->name) return "descriptor has no name";
   if (!d->version) return "descriptor has no version";
   if (!d->create || !d->destroy) return "descriptor lacks create() or destroy()";

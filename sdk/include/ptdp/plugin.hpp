@@ -40,7 +40,8 @@
 #define PTDP_STDLIB_ID "unknown"
 #endif
 // C++ objects (std::string, std::vector, shared_ptr, exceptions) cross the boundary, so host and
-// plugin must agree on the standard library ABI; the registry compares this string exactly.
+// plugin must agree on the standard library ABI: the registry compares the part after ';' (the
+// compiler may differ, as gcc and clang share the Itanium C++ ABI).
 #define PTDP_TOOLCHAIN PTDP_COMPILER_ID ";" PTDP_STDLIB_ID
 
 namespace ptdp {

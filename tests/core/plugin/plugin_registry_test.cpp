@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "plugin/plugin_factory.hpp"
 #include "plugin_test_support.hpp"
 
 namespace ptdp {
@@ -139,7 +140,32 @@ TEST(PluginRegistry, RefusesWrongKindForTheSlot) {
 TEST(PluginRegistry, RefusesToolchainMismatchShowingBoth) {
   EXPECT_EQ(load_refusal("broken-toolchain"),
             "plugin " + probe_file("broken-toolchain") + ": toolchain mismatch: plugin built with 'othercc-3', host with '" +
-                PTDP_TOOLCHAIN + "' (C++ objects cross the plugin boundary, so both must match)");
+                PTDP_TOOLCHAIN + "': C++ objects cross the plugin boundary, so both must use one standard library ABI; "
+                "rebuild the plugin against " PTDP_STDLIB_ID " (gcc, or clang without -stdlib=libc++; any compiler version)");
+  EXPECT_CONTAINS(load_refusal("broken-libcxx"), "toolchain mismatch: plugin built with 'clang-14;libc++'");
+}
+
+// Another compiler on the same standard library is the same C++ ABI: a descriptor that says so is
+// accepted, and so is a real plugin clang built (when clang is there to build it).
+TEST(PluginRegistry, AcceptsAnotherCompilerOnTheSameStandardLibrary) {
+  EXPECT_STREQ(PluginRegistry({probe_dir()}).load("broken-other-compiler", PluginKind::Scheduler, "scheduler").descriptor->toolchain,
+               "othercc-9;" PTDP_STDLIB_ID);
+#ifdef PTDP_CLANG_PROBE_DIR
+  PluginRegistry registry({PTDP_CLANG_PROBE_DIR});
+  const PluginInfo& clang = registry.load("sched-probe", PluginKind::Scheduler, "scheduler");
+  ASSERT_NE(clang.descriptor, nullptr);
+  EXPECT_EQ(std::string(clang.descriptor->toolchain).rfind("clang-", 0), 0u) << clang.descriptor->toolchain;
+  toml::table options;
+  options.insert("label", "from-clang");
+  // std::string, std::vector and the virtual calls cross between the clang-built plugin and the
+  // gcc-built host.
+  auto scheduler = create_plugin<Scheduler>(clang, options);
+  const std::vector<ComputeOp> ops = scheduler->stage_ops({1, 1, 4}, 0);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[1].microbatch, 1);
+#else
+  GTEST_SKIP() << "no clang++ at configure time to build the probe with (Debian: apt install clang)";
+#endif
 }
 
 TEST(PluginRegistry, RefusesMalformedSchema) {
@@ -163,7 +189,7 @@ TEST(PluginRegistry, DiscoverListsLoadedAndRefusedFiles) {
   std::map<std::string, const DiscoveredPlugin*> by_file;
   for (const DiscoveredPlugin& p : found) by_file[fs::path(p.path).filename().string()] = &p;
   EXPECT_EQ(found.size(), by_file.size()) << "a file was listed twice";
-  for (const char* ok : {"sched-probe", "broken-create", "broken-kind"}) {
+  for (const char* ok : {"sched-probe", "broken-create", "broken-kind", "broken-other-compiler"}) {
     const std::string file = std::string("libptdp-") + ok + ".so";
     ASSERT_TRUE(by_file.count(file)) << file;
     ASSERT_NE(by_file[file]->descriptor, nullptr) << by_file[file]->error;
@@ -171,13 +197,14 @@ TEST(PluginRegistry, DiscoverListsLoadedAndRefusedFiles) {
     EXPECT_EQ(by_file[file]->error, "");
   }
   for (const char* bad : {"broken-no-entry", "broken-abi-major", "broken-abi-minor", "broken-struct-size",
-                          "broken-toolchain", "broken-schema", "broken-not-elf", "broken-old-store", "broken-old-kernels"}) {
+                          "broken-toolchain", "broken-schema", "broken-not-elf", "broken-old-store", "broken-old-kernels",
+                          "broken-libcxx"}) {
     const std::string file = std::string("libptdp-") + bad + ".so";
     ASSERT_TRUE(by_file.count(file)) << file;
     EXPECT_EQ(by_file[file]->descriptor, nullptr);
     EXPECT_EQ(by_file[file]->error.rfind("plugin " + probe_file(bad) + ": ", 0), 0u) << by_file[file]->error;
   }
-  EXPECT_EQ(found.size(), 12u);
+  EXPECT_EQ(found.size(), 14u);
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ TEST(PluginsCommand, JsonListsPluginsWithSchemaAndRefusals) {
   for (const char* list : {"plugins", "refused"})
     for (const auto& entry : doc.at(list))
       if (entry.at("path").get<std::string>().rfind(probe_dir(), 0) == 0) ++probes;
-  EXPECT_EQ(probes, 12u) << run.output;
+  EXPECT_EQ(probes, 14u) << run.output;
 }
 
 TEST(PluginsCommand, EarlierFolderShadowsSameName) {
