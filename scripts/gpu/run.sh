@@ -35,9 +35,9 @@ mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
-# The kernels-fused settings the LayerKernels conformance suite checks: every fusion on (flash
-# attention), every fusion off, and the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused:gelu_epilogue=true;kernels-fused:gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
+# The kernels-fused settings the LayerKernels conformance suite checks: the defaults, every
+# fusion on (flash attention), every fusion off, and the unfused attention path.
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gelu_epilogue=true;kernels-fused:gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
