@@ -35,6 +35,7 @@
 #include "profile/device_tracks.hpp"
 #include "profile/profile_report.hpp"
 #include "schedule/chrome_trace.hpp"
+#include "schedule/forward_only_schedule.hpp"
 #include "schedule/instruction_stream.hpp"
 #include "schedule/pipeline_schedule.hpp"
 #include "schedule/schedule_simulator.hpp"
@@ -56,36 +57,6 @@ ModelSpec model_spec(const RunConfig& c) {
   m.layernorm_eps = c.model.layernorm_eps;
   m.seed = c.run.seed;
   return m;
-}
-
-// Forward-only stream for validation: every rank walks the (microbatch, virtual stage) pairs in
-// one global order, so each blocking transfer meets its partner at the same point of that order.
-InstructionStream forward_only_stream(int stages, int chunks, int microbatches, int stage) {
-  InstructionStream stream;
-  const int last = stages * chunks - 1;
-  for (int mb = 0; mb < microbatches; ++mb) {
-    for (int c = 0; c < chunks; ++c) {
-      const int vs = c * stages + stage;
-      const int prev_stage = (vs - 1 + stages) % stages, next_stage = (vs + 1) % stages;
-      if (vs > 0 && prev_stage != stage) {
-        Instruction recv;
-        recv.kind = Instruction::Kind::Exchange;
-        recv.transfers.push_back({Transfer::Direction::Recv, Transfer::Payload::Activation, mb, vs - 1, prev_stage});
-        stream.push_back(recv);
-      }
-      Instruction fwd;
-      fwd.kind = Instruction::Kind::Compute;
-      fwd.op = {OpKind::Forward, mb, c};
-      stream.push_back(fwd);
-      if (vs < last && next_stage != stage) {
-        Instruction send;
-        send.kind = Instruction::Kind::Exchange;
-        send.transfers.push_back({Transfer::Direction::Send, Transfer::Payload::Activation, mb, vs, next_stage});
-        stream.push_back(send);
-      }
-    }
-  }
-  return stream;
 }
 
 // What a divergence error adds about the step that was due to be saved but never proved sound.
@@ -115,7 +86,6 @@ class RankTrainer {
   void build_model();
   void initialize_parameters();
   double step_loss(const Tensor& losses, int microbatches);
-  double validation_loss(int64_t step);
   void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
   // Each rank's table of what its device did in the profiled steps, printed by rank 0.
   void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
@@ -405,7 +375,7 @@ TrainOutcome RankTrainer::run() {
     spdlog::info("schedule {} verified: p={} v={} m={}, bubble (p-1)/(v*m) = {:.4f}, peak activations on stage 0: {}",
                  cfg_.plugins.scheduler, p, v, m, formula_bubble_fraction(shape), schedule.report.peak_activations.at(0));
   const InstructionStream& stream = schedule.streams.at(me_.pp);
-  const InstructionStream validation_stream = forward_only_stream(p, v, m, me_.pp);
+  const InstructionStream validation_stream = verified_forward_only_streams(shape).at(me_.pp);
 
   const BatchSampler train = data->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
   // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
