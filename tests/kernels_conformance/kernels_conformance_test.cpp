@@ -19,6 +19,7 @@
 #include "support/gpt_fixtures.hpp"
 #include "support/gpt_stack.hpp"
 #include "support/shard.hpp"
+#include "support/small_gpt_spec.hpp"
 #include "support/thread_group.hpp"
 
 namespace ptdp::conformance {
@@ -26,24 +27,7 @@ namespace {
 
 using test::TensorMap;
 using test::TokenBatch;
-
-// Dropout on, a vocabulary that needs padding at every tensor-parallel size used here, and
-// shapes every backend serves (head dim 16).
-ModelSpec small_model() {
-  ModelSpec m;
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.seq_len = 32;
-  m.vocab = 97;
-  m.padded_vocab = 100;
-  m.ffn_hidden = 256;
-  m.micro_batch = 2;
-  m.dropout = 0.1f;
-  m.layernorm_eps = 1e-5f;
-  m.seed = 1234;
-  return m;
-}
+using test::small_gpt_spec;
 
 // How far a backend may be from kernels-ref (relative error, ||got - ref|| / ||ref||), by the
 // dtype of its activations. bf16: emulating bf16 storage points in fp64 PyTorch on these shapes
@@ -239,10 +223,20 @@ class KernelsConformance : public ::testing::TestWithParam<KernelsUnderTest> {
     auto k = under_test().create();
     return tolerances_for(k->activation_dtype());
   }
+  // The whole model under test on `tp_size` ranks against kernels-ref on one.
+  void expect_model_matches_the_reference(int tp_size) const {
+    const ModelSpec m = small_gpt_spec();
+    const ModelRun want = run_model(reference_kernels(), m, 1, 1);
+    const ModelRun got = run_model(under_test(), m, tp_size, 1);
+    const Tolerances tol = tolerances();
+    EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
+    expect_close(got.grads, want.grads, tol.model_grad, "gradient");
+    expect_padding_has_no_gradient(got.grads, m);
+  }
 };
 
 TEST_P(KernelsConformance, ParametersAreDescribedLikeTheReference) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   for (int rank = 0; rank < 2; ++rank) {
     test::ThreadGroup group(2, "tp");
     StagingCommunicator mine_comm(group, rank), ref_comm(group, rank);
@@ -267,7 +261,7 @@ TEST_P(KernelsConformance, ParametersAreDescribedLikeTheReference) {
 }
 
 TEST_P(KernelsConformance, BlockMatchesTheReference) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   const TensorMap weights = block_weights(m, 3);
   const std::vector<float> x = random_activation(m, 1), dout = random_activation(m, 2);
   const BlockRun want = run_block(reference_kernels(), m, weights, x, dout);
@@ -317,7 +311,7 @@ EdgeRun run_edges(const KernelsUnderTest& under_test, const ModelSpec& m, const 
 }
 
 TEST_P(KernelsConformance, EmbeddingAndHeadMatchTheReference) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   const std::vector<float> head_in = random_activation(m, 11), dout = random_activation(m, 12);
   const EdgeRun want = run_edges(reference_kernels(), m, head_in, dout);
   const EdgeRun got = run_edges(under_test(), m, head_in, dout);
@@ -362,7 +356,7 @@ std::vector<float> run_logits(const KernelsUnderTest& under_test, const ModelSpe
 }
 
 TEST_P(KernelsConformance, LogitsMatchTheReferenceOnEveryVocabularyShard) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   const std::vector<float> head_in = random_activation(m, 13);
   const std::vector<float> want = run_logits(reference_kernels(), m, 1, head_in);
   const Tolerances tol = tolerances();
@@ -370,30 +364,14 @@ TEST_P(KernelsConformance, LogitsMatchTheReferenceOnEveryVocabularyShard) {
   EXPECT_TRUE(close("logits over two ranks", run_logits(under_test(), m, 2, head_in), want, tol.model_activation));
 }
 
-TEST_P(KernelsConformance, ModelMatchesTheReference) {
-  const ModelSpec m = small_model();
-  const ModelRun want = run_model(reference_kernels(), m, 1, 1);
-  const ModelRun got = run_model(under_test(), m, 1, 1);
-  const Tolerances tol = tolerances();
-  EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
-  expect_close(got.grads, want.grads, tol.model_grad, "gradient");
-  expect_padding_has_no_gradient(got.grads, m);
-}
+TEST_P(KernelsConformance, ModelMatchesTheReference) { expect_model_matches_the_reference(1); }
 
-TEST_P(KernelsConformance, TwoTensorParallelRanksMatchTheReference) {
-  const ModelSpec m = small_model();
-  const ModelRun want = run_model(reference_kernels(), m, 1, 1);
-  const ModelRun got = run_model(under_test(), m, 2, 1);
-  const Tolerances tol = tolerances();
-  EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
-  expect_close(got.grads, want.grads, tol.model_grad, "gradient");
-  expect_padding_has_no_gradient(got.grads, m);
-}
+TEST_P(KernelsConformance, TwoTensorParallelRanksMatchTheReference) { expect_model_matches_the_reference(2); }
 
 // forward(save=false) keeps nothing and computes what forward(save=true) does; a saved forward's
 // input may be overwritten before its backward; in and out (dout and din) may be one buffer.
 TEST_P(KernelsConformance, BlockKeepsWhatBackwardNeedsAndNothingElse) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   const TensorMap weights = block_weights(m, 4);
   const std::vector<float> x = random_activation(m, 5), dout = random_activation(m, 6);
   const BlockRun plain = run_block(under_test(), m, weights, x, dout);
@@ -423,7 +401,7 @@ TEST_P(KernelsConformance, BlockKeepsWhatBackwardNeedsAndNothingElse) {
 }
 
 TEST_P(KernelsConformance, SlotMisuseIsReportedByEveryLayer) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   auto k = under_test().create();
   k->bind(binding(m, nullptr, 0, 1));
   auto embedding = k->make_embedding();
@@ -471,7 +449,7 @@ TEST_P(KernelsConformance, SlotMisuseIsReportedByEveryLayer) {
 }
 
 TEST_P(KernelsConformance, MicrobatchesInFlightAndRecomputationMatchTheSequentialStep) {
-  const ModelSpec m = small_model();
+  const ModelSpec m = small_gpt_spec();
   const Tolerances tol = tolerances();
   const ModelRun sequential = run_model(under_test(), m, 1, 3);
   const ModelRun in_flight = run_model(under_test(), m, 1, 3, Order::AllForwardThenReverse);

@@ -12,6 +12,7 @@
 #include "device_checks.hpp"
 #include "plugin_loader.hpp"
 #include "ptdp/counter_rng.hpp"
+#include "support/small_gpt_spec.hpp"
 #include "test_communicators.hpp"
 
 namespace ptdp::fused::test {
@@ -21,22 +22,6 @@ namespace {
 // PyTorch on these shapes (12 draws) gave at most 3e-4.
 constexpr double kModelLossTolerance = 2e-3;
 constexpr double kOptimizerTolerance = 1e-6;  // fp32 on both sides from identical inputs
-
-ModelSpec small_model() {
-  ModelSpec m;
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.seq_len = 32;
-  m.vocab = 97;
-  m.padded_vocab = 100;
-  m.ffn_hidden = 256;
-  m.micro_batch = 2;
-  m.dropout = 0.1f;
-  m.layernorm_eps = 1e-5f;
-  m.seed = 1234;
-  return m;
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -156,7 +141,7 @@ struct Inputs {
 
 Inputs random_inputs() {
   Inputs in;
-  in.model = small_model();
+  in.model = ptdp::test::small_gpt_spec();
   in.mb.slot = 0;
   in.mb.step = 7;
   in.mb.first_sample = 3;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "plugin_loader.hpp"
+#include "support/small_gpt_spec.hpp"
 
 namespace ptdp::fused::test {
 namespace {
@@ -39,20 +40,6 @@ class NamedGroup final : public Communicator {
   int rank_, size_;
   uint32_t kinds_;
 };
-
-ModelSpec good_model() {
-  ModelSpec m;
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.seq_len = 32;
-  m.vocab = 97;
-  m.padded_vocab = 100;
-  m.ffn_hidden = 256;
-  m.micro_batch = 2;
-  m.dropout = 0.1f;
-  return m;
-}
 
 std::string bind_error(KernelsBinding binding) {
   LoadedKernels kernels(kPlugin, {{"attention", "\"unfused\""}});
@@ -149,7 +136,7 @@ TEST(KernelsFusedPlugin, RefusesBindingsThatCannotWork) {
   };
   for (const Case& c : cases) {
     KernelsBinding binding;
-    binding.model = good_model();
+    binding.model = ptdp::test::small_gpt_spec();
     c.change(binding);
     const std::string error = bind_error(binding);
     EXPECT_NE(error.find("kernels-fused: cannot bind"), std::string::npos) << c.what << ": " << error;
