@@ -26,6 +26,12 @@ class BufferMemory {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   // acc[i] = op(acc[i], in[i]) for `count` elements of `dtype`.
   virtual void reduce(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) = 0;
+  // Where UCX moves `bytes` of the caller's buffer from or into. Host memory: the caller's buffer
+  // itself. CUDA memory: a region of this memory's own, holding a copy of the caller's bytes when
+  // `copy_in` (cuda_memory.cu says why). Any number of regions may be staged at once.
+  virtual char* stage(const void* caller, size_t bytes, bool copy_in) = 0;
+  // Ends a region's use, copying its bytes into the caller's buffer first when `copy_out`.
+  virtual void unstage(void* caller, char* staged, size_t bytes, bool copy_out) = 0;
 };
 
 std::unique_ptr<BufferMemory> make_host_memory();

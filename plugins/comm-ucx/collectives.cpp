@@ -101,16 +101,17 @@ void UcxCommunicator::all_reduce(Tensor buffer, ReduceOp op) {
   const size_t count = static_cast<size_t>(buffer.numel());
   if (size() == 1 || count == 0) return;
   BufferMemory& memory = memory_of(ctx, buffer);
-  char* data = static_cast<char*>(buffer.data);
+  char* data = memory.stage(buffer.data, buffer.bytes(), true);
   if (buffer.bytes() < kTreeLimitBytes || count < static_cast<size_t>(size())) {
     tree_reduce_to_zero(ctx, memory, data, count, buffer.dtype, op);
     ++sequence_;  // the broadcast is a collective of its own
     tree_broadcast(ctx, memory, data, buffer.bytes(), 0);
-    return;
+  } else {
+    const Blocks b = blocks_of(count);
+    ring_reduce_scatter_in_place(ctx, memory, data, b, buffer.dtype, op);
+    ring_all_gather(ctx, memory, data, b, dtype_size(buffer.dtype));
   }
-  const Blocks b = blocks_of(count);
-  ring_reduce_scatter_in_place(ctx, memory, data, b, buffer.dtype, op);
-  ring_all_gather(ctx, memory, data, b, dtype_size(buffer.dtype));
+  memory.unstage(buffer.data, data, buffer.bytes(), true);
 }
 
 void UcxCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) {
@@ -136,14 +137,15 @@ void UcxCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceO
     return;
   }
   // The ring of ring_reduce_scatter_in_place, reading the caller's input and carrying the
-  // partial sums in two scratch blocks (one travelling out, one coming in).
+  // partial sums in two scratch blocks (one travelling out, one coming in). UCX only ever moves
+  // the scratch blocks, so the caller's input needs no staging.
   const int right = wrap(rank_ + 1, n), left = wrap(rank_ - 1, n);
   char* incoming = memory.scratch(2 * bytes);
   char* outgoing = incoming + bytes;
+  memory.copy(outgoing, in + static_cast<size_t>(wrap(rank_ - 1, n)) * bytes, bytes);
   for (int s = 0; s < n - 1; ++s) {
-    const size_t out_block = static_cast<size_t>(wrap(rank_ - s - 1, n));
     const size_t in_block = static_cast<size_t>(wrap(rank_ - s - 2, n));
-    exchange(ctx, memory, s == 0 ? in + out_block * bytes : outgoing, bytes, right, incoming, bytes, left);
+    exchange(ctx, memory, outgoing, bytes, right, incoming, bytes, left);
     memory.reduce(incoming, in + in_block * bytes, count, input.dtype, op);
     std::swap(incoming, outgoing);
   }
@@ -165,7 +167,7 @@ void UcxCommunicator::all_gather(const Tensor& input, Tensor output) {
   const size_t bytes = input.bytes();
   if (bytes == 0) return;
   BufferMemory& memory = memory_of(ctx, input, output);
-  char* out = static_cast<char*>(output.data);
+  char* out = memory.stage(output.data, output.bytes(), false);
   memory.copy(out + rank_ * bytes, input.data, bytes);
   Blocks b;
   for (int r = 0; r < n; ++r) {
@@ -173,6 +175,7 @@ void UcxCommunicator::all_gather(const Tensor& input, Tensor output) {
     b.count.push_back(bytes);
   }
   ring_all_gather(ctx, memory, out, b, 1);
+  memory.unstage(output.data, out, output.bytes(), true);
 }
 
 void UcxCommunicator::broadcast(Tensor buffer, int root) {
@@ -184,11 +187,12 @@ void UcxCommunicator::broadcast(Tensor buffer, int root) {
     throw Error(ctx + "root " + std::to_string(root) + " outside group of " + std::to_string(n) + " ranks");
   start_collective(ctx);
   const size_t bytes = buffer.bytes();
-  char* data = static_cast<char*>(buffer.data);
   if (n == 1 || bytes == 0) return;
   BufferMemory& memory = memory_of(ctx, buffer);
+  char* data = memory.stage(buffer.data, bytes, rank_ == root);
   if (bytes < kTreeLimitBytes) {
     tree_broadcast(ctx, memory, data, bytes, root);
+    memory.unstage(buffer.data, data, bytes, rank_ != root);
     return;
   }
   // Large: the root scatters one block to each rank, then a ring all-gather, so no link carries
@@ -204,6 +208,7 @@ void UcxCommunicator::broadcast(Tensor buffer, int root) {
              b.count[static_cast<size_t>(rank_)], root);
   }
   ring_all_gather(ctx, memory, data, b, 1);
+  memory.unstage(buffer.data, data, bytes, rank_ != root);
 }
 
 }  // namespace ptdp::comm_ucx

@@ -1,5 +1,14 @@
 // BufferMemory for CUDA buffers: scratch in device memory, copies and reductions on the bound
 // stream, each waited for so that what it produced can be handed to UCX at once.
+//
+// UCX is handed only device memory this object allocated, never the caller's, and none of it is
+// freed before the world goes. UCX's cuda_ipc transport keeps what it learnt of an allocation:
+// the sender its IPC handle, the receiver its mapping. It learns that an allocation was freed
+// from hooks on cudaFree, which do not see a statically linked CUDA runtime (kernels-fused's, the
+// tests'). A caller's buffer freed and allocated again at the same address was then read through
+// the old mapping (an all-reduce of 1 float gave 24 instead of 26 on the H200) or refused
+// (`cuIpcOpenMemHandle() failed: operation not permitted`). The price is a device-to-device copy
+// into and out of the staged region of every operation.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -42,6 +51,7 @@ class CudaMemory final : public BufferMemory {
   CudaMemory(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
   ~CudaMemory() override {
     for (void* p : retired_) (void)cudaFree(p);  // teardown: nothing left to report to
+    for (const Region& r : regions_) (void)cudaFree(r.data);
     for (void* p : {scratch_, staging_})
       if (p) (void)cudaFree(p);
   }
@@ -95,7 +105,49 @@ class CudaMemory final : public BufferMemory {
     UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
+  char* stage(const void* caller, size_t bytes, bool copy_in) override {
+    Region* region = lend(bytes);
+    if (copy_in) copy(region->data, caller, bytes);
+    return region->data;
+  }
+
+  void unstage(void* caller, char* staged, size_t bytes, bool copy_out) override {
+    for (Region& r : regions_)
+      if (r.data == staged) {
+        if (copy_out) copy(caller, staged, bytes);
+        r.lent = false;
+        return;
+      }
+    throw Error("comm-ucx: unstage of a region this memory did not lend");
+  }
+
  private:
+  struct Region {
+    char* data;
+    size_t bytes;
+    bool lent;
+  };
+
+  // The smallest free region that holds `bytes`, or a new one of the next power of two (so that
+  // regions are reused across the sizes of one run).
+  Region* lend(size_t bytes) {
+    Region* best = nullptr;
+    for (Region& r : regions_)
+      if (!r.lent && r.bytes >= bytes && (!best || r.bytes < best->bytes)) best = &r;
+    if (!best) {
+      size_t size = kSmallestRegion;
+      while (size < bytes) size *= 2;
+      void* data = nullptr;
+      UCX_CUDA_CHECK(cudaMalloc(&data, size));
+      regions_.push_back(Region{static_cast<char*>(data), size, false});
+      best = &regions_.back();
+    }
+    best->lent = true;
+    return best;
+  }
+
+  static constexpr size_t kSmallestRegion = 64 * 1024;
+
   // A smaller buffer is kept, not freed, until this memory goes: peers sent from it hold CUDA IPC
   // mappings of it in UCX's cuda_ipc cache, and the driver handing its address out again would
   // make their next mapping of this rank's memory fail. Doubling bounds what is kept to the size
@@ -119,6 +171,7 @@ class CudaMemory final : public BufferMemory {
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
   std::vector<void*> retired_;
+  std::vector<Region> regions_;
 };
 
 }  // namespace

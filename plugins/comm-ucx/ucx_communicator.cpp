@@ -57,7 +57,7 @@ uint32_t UcxCommunicator::capabilities() const {
 
 void UcxCommunicator::bind_stream(void* stream) {
   stream_ = stream;
-  cuda_memory_.reset();  // made again, ordered after the new stream
+  cuda_memory_ = nullptr;  // found again, ordered after the new stream
 }
 
 void UcxCommunicator::check_tensor(const std::string& ctx, const Tensor& t, const char* what) const {
@@ -75,8 +75,8 @@ void UcxCommunicator::check_tensor(const std::string& ctx, const Tensor& t, cons
 
 BufferMemory& UcxCommunicator::memory_of(const std::string& ctx, const Tensor& t) {
   if (t.device.kind == MemoryKind::Host) return *host_memory_;
-  if (!cuda_memory_) cuda_memory_ = make_cuda_memory(device_.index, stream_);
   try {
+    if (!cuda_memory_) cuda_memory_ = &world_->cuda_memory(device_.index, stream_);
     cuda_memory_->acquire();
   } catch (const std::exception& e) {
     throw Error(ctx + e.what());
@@ -96,7 +96,7 @@ uint64_t UcxCommunicator::collective_tag(int sender) const {
 
 void UcxCommunicator::exchange(const std::string& ctx, BufferMemory& memory, const void* send_data,
                                size_t send_bytes, int to, void* recv_data, size_t recv_bytes, int from) {
-  std::vector<Transfer> transfers;
+  std::vector<PostedMessage> transfers;
   const ucs_memory_type_t type = memory.ucx_type();
   if (recv_data)
     transfers.push_back(world_->post_recv(recv_data, recv_bytes, type, from, world_rank(from), collective_tag(from)));
@@ -107,7 +107,7 @@ void UcxCommunicator::exchange(const std::string& ctx, BufferMemory& memory, con
 
 void UcxCommunicator::send_to_each(const std::string& ctx, BufferMemory& memory,
                                    const std::vector<std::pair<int, std::pair<const char*, size_t>>>& to) {
-  std::vector<Transfer> transfers;
+  std::vector<PostedMessage> transfers;
   for (const auto& [peer, data] : to)
     transfers.push_back(world_->post_send(data.first, data.second, memory.ucx_type(), peer, world_rank(peer),
                                           collective_tag(rank_)));
@@ -176,7 +176,23 @@ void UcxCommunicator::group_end() {
   require_init(ctx);
   if (group_depth_ == 0) throw Error(ctx + "group_end() without group_start()");
   if (--group_depth_ > 0) return;
-  world_->wait(grouped_, context("grouped send/recv"));
+  complete_grouped(context("grouped send/recv"));
+}
+
+void UcxCommunicator::complete_grouped(const std::string& ctx) {
+  try {
+    world_->wait(grouped_, ctx);
+  } catch (...) {
+    staged_.clear();  // failed transfers may still touch their regions: never lend them again
+    throw;
+  }
+  std::vector<Staged> done;
+  done.swap(staged_);
+  try {
+    for (const Staged& s : done) s.memory->unstage(s.caller, s.region, s.bytes, s.receive);
+  } catch (const std::exception& e) {
+    throw Error(ctx + e.what());
+  }
 }
 
 void UcxCommunicator::check_point_to_point(const std::string& ctx, const Tensor& buffer, int peer, int tag) const {
@@ -192,20 +208,22 @@ void UcxCommunicator::send(const Tensor& buffer, int peer, int tag) {
   const std::string ctx = context("send");
   check_point_to_point(ctx, buffer, peer, tag);
   BufferMemory& memory = memory_of(ctx, buffer);
-  Transfer t = world_->post_send(buffer.data, buffer.bytes(), memory.ucx_type(), peer, world_rank(peer),
-                                 make_tag(id_, world_rank(rank_), false, static_cast<uint32_t>(tag)));
-  grouped_.push_back(t);
-  if (group_depth_ == 0) world_->wait(grouped_, ctx);
+  char* region = memory.stage(buffer.data, buffer.bytes(), true);
+  staged_.push_back(Staged{&memory, buffer.data, region, buffer.bytes(), false});
+  grouped_.push_back(world_->post_send(region, buffer.bytes(), memory.ucx_type(), peer, world_rank(peer),
+                                       make_tag(id_, world_rank(rank_), false, static_cast<uint32_t>(tag))));
+  if (group_depth_ == 0) complete_grouped(ctx);
 }
 
 void UcxCommunicator::recv(Tensor buffer, int peer, int tag) {
   const std::string ctx = context("recv");
   check_point_to_point(ctx, buffer, peer, tag);
   BufferMemory& memory = memory_of(ctx, buffer);
-  Transfer t = world_->post_recv(buffer.data, buffer.bytes(), memory.ucx_type(), peer, world_rank(peer),
-                                 make_tag(id_, world_rank(peer), false, static_cast<uint32_t>(tag)));
-  grouped_.push_back(t);
-  if (group_depth_ == 0) world_->wait(grouped_, ctx);
+  char* region = memory.stage(buffer.data, buffer.bytes(), false);
+  staged_.push_back(Staged{&memory, buffer.data, region, buffer.bytes(), true});
+  grouped_.push_back(world_->post_recv(region, buffer.bytes(), memory.ucx_type(), peer, world_rank(peer),
+                                       make_tag(id_, world_rank(peer), false, static_cast<uint32_t>(tag))));
+  if (group_depth_ == 0) complete_grouped(ctx);
 }
 
 void UcxCommunicator::barrier() {

@@ -8,7 +8,8 @@
 // Collectives: ring reduce-scatter / all-gather (all-reduce = both) for large buffers, binomial
 // trees for small ones, scatter + ring all-gather for large broadcasts, dissemination barrier.
 // Sends and receives between group_start() and group_end() are posted at once and must keep
-// their buffers valid until group_end(). After a failure every call on this communicator and
+// their buffers valid until group_end(). UCX moves CUDA buffers through the memory's staged
+// regions (BufferMemory::stage), never the caller's own. After a failure every call on this communicator and
 // the groups sharing its world throws; split() with a negative color returns no group.
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,8 @@ class UcxCommunicator final : public Communicator {
   // peer inside the group and a non-negative tag.
   void check_point_to_point(const std::string& ctx, const Tensor& buffer, int peer, int tag) const;
   int world_rank(int rank) const { return members_[static_cast<size_t>(rank)]; }
+  // Waits for the grouped sends and receives and unstages their regions.
+  void complete_grouped(const std::string& ctx);
   uint64_t collective_tag(int sender) const;
 
   // Posts a receive from `from` (when recv_data is set) and a send to `to` (when send_data is
@@ -100,11 +103,20 @@ class UcxCommunicator final : public Communicator {
   int rank_ = 0;
   uint32_t sequence_ = 0;
   int group_depth_ = 0;
-  std::vector<Transfer> grouped_;
+  std::vector<PostedMessage> grouped_;
   Device device_;                // the rank's device (CommInit::device), inherited by groups
   void* stream_ = nullptr;       // bound cudaStream_t, inherited by groups
   std::unique_ptr<BufferMemory> host_memory_ = make_host_memory();
-  std::unique_ptr<BufferMemory> cuda_memory_;  // made at the first operation on CUDA memory
+  BufferMemory* cuda_memory_ = nullptr;  // the world's memory for stream_, found at first use
+  // Regions of grouped sends and receives, unstaged (receives copied out) once they complete.
+  struct Staged {
+    BufferMemory* memory;
+    void* caller;
+    char* region;
+    size_t bytes;
+    bool receive;
+  };
+  std::vector<Staged> staged_;
   std::string early_abort_;  // abort() before init()
 };
 

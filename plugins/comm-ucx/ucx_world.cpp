@@ -170,6 +170,13 @@ void UcxWorld::connect(const CommInit& init) {
 
 UcxWorld::~UcxWorld() { release(); }
 
+BufferMemory& UcxWorld::cuda_memory(int device, void* stream) {
+  for (StreamMemory& m : cuda_memories_)
+    if (m.stream == stream) return *m.memory;
+  cuda_memories_.push_back(StreamMemory{stream, make_cuda_memory(device, stream)});
+  return *cuda_memories_.back().memory;
+}
+
 void UcxWorld::release() {
   if (worker_) {
     if (notice_request_) {
@@ -216,9 +223,9 @@ void UcxWorld::on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
   static_cast<Peer*>(arg)->failure = status;
 }
 
-Transfer UcxWorld::post_send(const void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
+PostedMessage UcxWorld::post_send(const void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
                              uint64_t tag) {
-  Transfer t;
+  PostedMessage t;
   t.peer = peer;
   t.world_peer = world_peer;
   t.bytes = bytes;
@@ -232,9 +239,9 @@ Transfer UcxWorld::post_send(const void* data, size_t bytes, ucs_memory_type_t m
   return t;
 }
 
-Transfer UcxWorld::post_recv(void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
+PostedMessage UcxWorld::post_recv(void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
                              uint64_t tag) {
-  Transfer t;
+  PostedMessage t;
   t.peer = peer;
   t.world_peer = world_peer;
   t.receive = true;
@@ -250,7 +257,7 @@ Transfer UcxWorld::post_recv(void* data, size_t bytes, ucs_memory_type_t memory,
   return t;
 }
 
-void UcxWorld::update(Transfer& t) {
+void UcxWorld::update(PostedMessage& t) {
   if (t.status != UCS_INPROGRESS || !t.request) return;
   if (t.receive) {
     ucp_tag_recv_info_t info{};
@@ -261,13 +268,13 @@ void UcxWorld::update(Transfer& t) {
   }
 }
 
-std::string UcxWorld::peer_name(const Transfer& t) const {
+std::string UcxWorld::peer_name(const PostedMessage& t) const {
   std::string name = "peer " + std::to_string(t.peer);
   if (t.peer != t.world_peer) name += " (world rank " + std::to_string(t.world_peer) + ")";
   return name;
 }
 
-std::optional<std::string> UcxWorld::broken_transfer(const Transfer& t) const {
+std::optional<std::string> UcxWorld::broken_transfer(const PostedMessage& t) const {
   if (t.status == UCS_INPROGRESS) {
     const ucs_status_t failure = peers_[static_cast<size_t>(t.world_peer)].failure;
     if (failure != UCS_OK) return peer_name(t) + " unreachable: " + status_text(failure);
@@ -283,7 +290,7 @@ std::optional<std::string> UcxWorld::broken_transfer(const Transfer& t) const {
   return std::nullopt;
 }
 
-void UcxWorld::wait(std::vector<Transfer>& transfers, const std::string& context) {
+void UcxWorld::wait(std::vector<PostedMessage>& transfers, const std::string& context) {
   auto last_progress = Clock::now();
   const auto timeout = std::chrono::duration<double>(timeout_s_);
   for (;;) {
@@ -291,7 +298,7 @@ void UcxWorld::wait(std::vector<Transfer>& transfers, const std::string& context
     }
     bool all_done = true, progressed = false;
     std::optional<std::string> broken;
-    for (Transfer& t : transfers) {
+    for (PostedMessage& t : transfers) {
       const bool was_pending = t.status == UCS_INPROGRESS;
       update(t);
       progressed |= was_pending && t.status != UCS_INPROGRESS;
@@ -312,7 +319,7 @@ void UcxWorld::wait(std::vector<Transfer>& transfers, const std::string& context
     const auto now = Clock::now();
     if (progressed) last_progress = now;
     if (now - last_progress >= timeout) {
-      const Transfer* waiting = first_pending(transfers);
+      const PostedMessage* waiting = first_pending(transfers);
       fail(transfers, context + "timed out after " + seconds(timeout_s_) + " waiting for " + peer_name(*waiting),
            true);
     }
@@ -321,9 +328,9 @@ void UcxWorld::wait(std::vector<Transfer>& transfers, const std::string& context
   }
 }
 
-const Transfer* UcxWorld::first_pending(const std::vector<Transfer>& transfers) {
-  const Transfer* waiting = nullptr;  // a receive names the rank we depend on best
-  for (const Transfer& t : transfers)
+const PostedMessage* UcxWorld::first_pending(const std::vector<PostedMessage>& transfers) {
+  const PostedMessage* waiting = nullptr;  // a receive names the rank we depend on best
+  for (const PostedMessage& t : transfers)
     if (t.status == UCS_INPROGRESS && (!waiting || (t.receive && !waiting->receive))) waiting = &t;
   return waiting;
 }
@@ -353,7 +360,7 @@ void UcxWorld::sleep_on_worker(int ms) {
   ::poll(fds, 2, armed == UCS_OK ? ms : std::min(ms, 1));
 }
 
-void UcxWorld::check_interruptions(std::vector<Transfer>& transfers, const std::string& context) {
+void UcxWorld::check_interruptions(std::vector<PostedMessage>& transfers, const std::string& context) {
   if (aborted_) {
     std::string reason;
     {
@@ -370,7 +377,7 @@ void UcxWorld::check_interruptions(std::vector<Transfer>& transfers, const std::
       notice_request_ = nullptr;
       const std::string text = status == UCS_OK ? std::string(notice_buffer_.data(), info.length)
                                                 : std::string("(its message was lost)");
-      const Transfer* waiting = first_pending(transfers);
+      const PostedMessage* waiting = first_pending(transfers);
       fail(transfers,
            context + (waiting ? "stopped waiting for " + peer_name(*waiting) + " because " : std::string()) +
                "world rank " + std::to_string(tag_sender(info.sender_tag)) + " failed: " + text,
@@ -382,13 +389,13 @@ void UcxWorld::check_interruptions(std::vector<Transfer>& transfers, const std::
 void UcxWorld::check_usable(const std::string& context) {
   if (!failure_.empty()) throw Error(context + "communicator unusable after an earlier failure: " + failure_);
   ucp_worker_progress(worker_);
-  std::vector<Transfer> none;
+  std::vector<PostedMessage> none;
   check_interruptions(none, context);
 }
 
-void UcxWorld::discard(std::vector<Transfer>& transfers) {
+void UcxWorld::discard(std::vector<PostedMessage>& transfers) {
   bool pending = false;
-  for (Transfer& t : transfers) {
+  for (PostedMessage& t : transfers) {
     update(t);
     if (t.status == UCS_INPROGRESS && t.request) {
       ucp_request_cancel(worker_, t.request);
@@ -400,17 +407,17 @@ void UcxWorld::discard(std::vector<Transfer>& transfers) {
   while (pending && Clock::now() < deadline) {
     ucp_worker_progress(worker_);
     pending = false;
-    for (Transfer& t : transfers) {
+    for (PostedMessage& t : transfers) {
       update(t);
       pending |= t.status == UCS_INPROGRESS && t.request;
     }
   }
-  for (Transfer& t : transfers)
+  for (PostedMessage& t : transfers)
     if (t.request) ucp_request_free(t.request);
   transfers.clear();
 }
 
-void UcxWorld::fail(std::vector<Transfer>& transfers, const std::string& message, bool tell_others) {
+void UcxWorld::fail(std::vector<PostedMessage>& transfers, const std::string& message, bool tell_others) {
   if (failure_.empty()) failure_ = message;
   discard(transfers);
   if (tell_others && !notified_) notify_others(message);

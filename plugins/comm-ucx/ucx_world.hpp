@@ -13,11 +13,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "buffer_memory.hpp"
 #include "ptdp/communicator.hpp"
 
 namespace ptdp::comm_ucx {
@@ -28,7 +30,7 @@ struct UcxOptions {
 };
 
 // One posted send or receive.
-struct Transfer {
+struct PostedMessage {
   void* request = nullptr;  // UCX request; null when it completed at once
   ucs_status_t status = UCS_INPROGRESS;
   int peer = 0;             // rank in the posting communicator (for messages)
@@ -50,18 +52,22 @@ class UcxWorld {
   int size() const { return size_; }
   double timeout_s() const { return timeout_s_; }
 
-  Transfer post_send(const void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
+  PostedMessage post_send(const void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer,
                      uint64_t tag);
-  Transfer post_recv(void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer, uint64_t tag);
+  PostedMessage post_recv(void* data, size_t bytes, ucs_memory_type_t memory, int peer, int world_peer, uint64_t tag);
   // Waits for every transfer and releases them. On failure it cancels them, marks the world
   // failed, tells the other ranks, and throws ptdp::Error: `context` followed by the reason.
-  void wait(std::vector<Transfer>& transfers, const std::string& context);
+  void wait(std::vector<PostedMessage>& transfers, const std::string& context);
   // Cancels and releases transfers nobody will wait for.
-  void discard(std::vector<Transfer>& transfers);
+  void discard(std::vector<PostedMessage>& transfers);
   // Throws if the world failed, was aborted, or heard of another rank's failure.
   void check_usable(const std::string& context);
   // Any thread: makes the current and every later wait fail.
   void abort(const std::string& reason);
+
+  // The memory of CUDA operations ordered after `stream` on `device`, shared by every group and
+  // kept while the world lives: peers hold IPC mappings of its regions (cuda_memory.cu).
+  BufferMemory& cuda_memory(int device, void* stream);
 
   uint32_t next_comm_id() const { return next_comm_id_; }
   void set_next_comm_id(uint32_t id) { next_comm_id_ = id; }
@@ -78,19 +84,19 @@ class UcxWorld {
   void create_context(const UcxOptions& options);
   void connect(const CommInit& init);
   void release();  // closes endpoints and frees UCX; idempotent
-  void update(Transfer& t);
+  void update(PostedMessage& t);
   // What went wrong with a transfer (failed, truncated, short, or its peer is gone), if anything.
-  std::optional<std::string> broken_transfer(const Transfer& t) const;
-  static const Transfer* first_pending(const std::vector<Transfer>& transfers);
+  std::optional<std::string> broken_transfer(const PostedMessage& t) const;
+  static const PostedMessage* first_pending(const std::vector<PostedMessage>& transfers);
   // Progresses until a failure notice arrives or `grace` passes.
   void await_notice(std::chrono::milliseconds grace);
-  void check_interruptions(std::vector<Transfer>& transfers, const std::string& context);
-  [[noreturn]] void fail(std::vector<Transfer>& transfers, const std::string& message, bool tell_others);
+  void check_interruptions(std::vector<PostedMessage>& transfers, const std::string& context);
+  [[noreturn]] void fail(std::vector<PostedMessage>& transfers, const std::string& message, bool tell_others);
   void notify_others(const std::string& message);
   void post_notice_receive();
   // Sleeps until the worker has an event, abort() is called, or `ms` pass.
   void sleep_on_worker(int ms);
-  std::string peer_name(const Transfer& t) const;
+  std::string peer_name(const PostedMessage& t) const;
 
   int rank_ = 0;
   int size_ = 1;
@@ -112,6 +118,12 @@ class UcxWorld {
   void* notice_request_ = nullptr;
   std::array<char, 4096> notice_buffer_{};
   std::string notice_payload_;
+
+  struct StreamMemory {
+    void* stream;
+    std::unique_ptr<BufferMemory> memory;
+  };
+  std::vector<StreamMemory> cuda_memories_;  // destroyed after release(): UCX is gone by then
 };
 
 }  // namespace ptdp::comm_ucx

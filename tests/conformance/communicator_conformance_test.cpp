@@ -362,25 +362,38 @@ TEST_P(CommunicatorConformance, TagsAndCommunicatorsKeepMessagesApart) {
       r.comm.group_end();
       twin->send(f.tensor(), 1, 1);
       r.memory.synchronize();
+    } else if (r.rank == 1 && by_tag) {
+      // Every receive is posted before any message is matched, in an order unlike the sends':
+      // the twin's first although its message goes last, tag 9 before tag 5, and a world tag 1
+      // beside the twin's. A send may wait for its receive, so nothing here may wait for a
+      // message sent after it.
+      std::vector<std::unique_ptr<Buffer<float>>> got;
+      auto post = [&](Communicator& comm, int tag) {
+        got.push_back(std::make_unique<Buffer<float>>(r.memory, count));
+        comm.recv(got.back()->tensor(), 0, tag);
+      };
+      twin->group_start();
+      post(*twin, 1);
+      r.comm.group_start();
+      for (int tag : {9, 5, 3, 3, 1}) post(r.comm, tag);
+      r.comm.group_end();
+      twin->group_end();
+      const std::pair<int, const char*> want[] = {{6, "twin tag 1 (posted first, sent last)"},
+                                                  {2, "tag 9 (posted before tag 5, sent after it)"},
+                                                  {1, "tag 5"},
+                                                  {3, "first message of tag 3"},
+                                                  {4, "second message of tag 3"},
+                                                  {5, "world tag 1, not the twin's"}};
+      for (size_t i = 0; i < got.size(); ++i) require_equal(got[i]->download(), payload(want[i].first), want[i].second);
     } else if (r.rank == 1) {
       Buffer<float> got(r.memory, count);
       auto expect = [&](Communicator& comm, int tag, int salt, const std::string& what) {
         comm.recv(got.tensor(), 0, tag);
         require_equal(got.download(), payload(salt), what);
       };
-      if (by_tag) {
-        // Matched by tag: the twin's message first although sent last, then tag 9 before tag 5.
-        expect(*twin, 1, 6, "twin tag 1 (sent last, received first)");
-        expect(r.comm, 9, 2, "tag 9 received before tag 5");
-        expect(r.comm, 5, 1, "tag 5");
-      } else {
-        expect(r.comm, 5, 1, "first message");
-        expect(r.comm, 9, 2, "second message");
-      }
-      expect(r.comm, 3, 3, "first message of tag 3");
-      expect(r.comm, 3, 4, "second message of tag 3");
-      expect(r.comm, 1, 5, "world tag 1, not the twin's");
-      if (!by_tag) expect(*twin, 1, 6, "twin tag 1");
+      for (auto [tag, salt] : {std::pair{5, 1}, {9, 2}, {3, 3}, {3, 4}, {1, 5}})
+        expect(r.comm, tag, salt, "message " + std::to_string(salt) + " in order");
+      expect(*twin, 1, 6, "twin tag 1");
     }
     r.comm.barrier();
   });
