@@ -36,6 +36,50 @@ double union_length(std::vector<std::pair<double, double>> intervals) {
   return total;
 }
 
+// An activity as the idle breakdown names it: its class and the start of its name.
+std::string short_name(const DeviceActivity& a) {
+  // "void ns::(anonymous namespace)::layer_norm_forward_kernel<8>(float*)" -> "layer_norm_forward_kernel"
+  std::string name = a.name;
+  if (name.rfind("void ", 0) == 0) name = name.substr(5);
+  for (size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
+  name = name.substr(0, name.find_first_of("<("));
+  if (const size_t scope = name.rfind("::"); scope != std::string::npos) name = name.substr(scope + 2);
+  if (name.size() > 48) name = name.substr(0, 48);
+  return fmt::format("{} ({})", name, kernel_class_name(classify(a)));
+}
+
+std::vector<IdleGap> idle_gaps(const std::vector<DeviceActivity>& activities, const std::vector<ProfileWindow>& windows) {
+  struct Piece {
+    double start, end;
+    const DeviceActivity* activity;
+  };
+  std::map<std::pair<std::string, std::string>, IdleGap> by_neighbours;
+  auto add = [&](const std::string& before, const std::string& after, double us) {
+    IdleGap& g = by_neighbours[{before, after}];
+    g.before = before, g.after = after, g.us += us, g.count += 1;
+  };
+  for (const ProfileWindow& w : windows) {
+    std::vector<Piece> pieces;
+    for (const DeviceActivity& a : activities) {
+      const double s = std::max(a.start_us, w.start_us), e = std::min(a.start_us + a.duration_us, w.end_us);
+      if (e > s) pieces.push_back({s, e, &a});
+    }
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
+    double busy_until = w.start_us;
+    std::string last = "step start";
+    for (const Piece& p : pieces) {
+      if (p.start > busy_until) add(last, short_name(*p.activity), p.start - busy_until);
+      if (p.end >= busy_until) last = short_name(*p.activity);
+      busy_until = std::max(busy_until, p.end);
+    }
+    if (w.end_us > busy_until) add(last, "step end", w.end_us - busy_until);
+  }
+  std::vector<IdleGap> gaps;
+  for (auto& [key, gap] : by_neighbours) gaps.push_back(gap);
+  std::sort(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) { return a.us > b.us; });
+  return gaps;
+}
+
 }  // namespace
 
 ModelWork model_work(const RunConfig& config, int world_size) {
@@ -114,6 +158,8 @@ ProfileReport build_profile_report(const std::vector<DeviceActivity>& activities
   r.top_other.assign(other.begin(), other.end());
   std::sort(r.top_other.begin(), r.top_other.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (r.top_other.size() > 5) r.top_other.resize(5);
+  r.top_idle = idle_gaps(activities, windows);
+  if (r.top_idle.size() > 5) r.top_idle.resize(5);
 
   bool first = true;
   for (const DeviceSample& s : samples) {
@@ -152,6 +198,9 @@ std::string format_profile_report(const ProfileReport& r, const std::string& tit
   }
   out += fmt::format("  {:<30} {:>10.3f} {:>7.1f}%   (no kernel, copy or memset running)\n", "idle",
                      (r.step_us - r.busy_us) / steps / 1e3, 100 * r.idle_share);
+  for (const IdleGap& g : r.top_idle)
+    out += fmt::format("    idle: {:.3f} ms/step  after {} before {} ({:.1f} a step)\n", g.us / steps / 1e3, g.before,
+                       g.after, static_cast<double>(g.count) / steps);
   for (const auto& [name, us] : r.top_other)
     out += fmt::format("    other: {:.3f} ms/step  {}\n", us / steps / 1e3, name.substr(0, 110));
   if (r.samples > 0)

@@ -36,6 +36,15 @@ struct ProfileRow {
   double of_peak = 0;   // rate over the device's peak, 0 when either is unknown
 };
 
+// Idle time between two neighbours on the device timeline (any stream): what ran last before
+// the device fell idle and what ran next ("step start" / "step end" at a window's edge), summed
+// over every such gap in the windows. Says where the host kept the device waiting.
+struct IdleGap {
+  std::string before, after;
+  double us = 0;
+  int64_t count = 0;
+};
+
 struct ProfileReport {
   int steps = 0;
   double step_us = 0;       // the windows' time, summed
@@ -43,6 +52,7 @@ struct ProfileReport {
   double idle_share = 0;    // 1 - busy_us / step_us
   std::vector<ProfileRow> rows;  // by busy time, largest first; classes that never ran are left out
   std::vector<std::pair<std::string, double>> top_other;  // the largest unclassified kernels (us)
+  std::vector<IdleGap> top_idle;  // the largest idle gaps by neighbours, largest first
   int samples = 0;
   double sm_clock_mean = 0, sm_clock_min = 0, sm_clock_max = 0;
   double power_mean = 0, power_max = 0;

@@ -31,7 +31,9 @@ GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& gr
 }
 
 void GradientReducer::begin_step() {
-  for (const ChunkBuffers& c : chunks_) kernels_.fill_zero(c.grad());
+  timeline_.span("zero gradients", "optimizer", [&] {
+    for (const ChunkBuffers& c : chunks_) kernels_.fill_zero(c.grad());
+  });
   for (auto& flags : reduced_) flags.assign(flags.size(), false);
 }
 

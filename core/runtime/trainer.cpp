@@ -395,7 +395,7 @@ TrainOutcome RankTrainer::run() {
 
   PipelineExecutor executor(*kernels_, groups_, topology_, m, cfg_.parallel.scatter_gather, chunks_,
                             model_spec(cfg_), per_replica);
-  TimelineRecorder timeline(*kernels_);
+  TimelineRecorder timeline(*kernels_, /*wait_for_device=*/!profiler_);
   OwnedTensor losses = kernels_->allocate({m}, DType::F32);
   const float loss_scale = 1.0f / static_cast<float>(m * topology_.data());
   const double flops = flops_per_step(cfg_);

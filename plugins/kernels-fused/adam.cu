@@ -4,32 +4,85 @@
 
 namespace ptdp::fused {
 
+namespace {
+
+struct Moments {
+  float param, exp_avg, exp_avg_sq;
+};
+
+__device__ __forceinline__ Moments adam_update(float p, float grad, float m, float v, float weight_decay,
+                                               const AdamHyper& h) {
+  const float g = grad * h.grad_scale;
+  m = h.beta1 * m + (1.0f - h.beta1) * g;
+  v = h.beta2 * v + (1.0f - h.beta2) * g * g;
+  const float update = (m / h.bias_correction1) / (sqrtf(v / h.bias_correction2) + h.eps);
+  return {p - h.lr * (update + weight_decay * p), m, v};
+}
+
+__device__ __forceinline__ void adam_scalar(const AdamTensor& t, int64_t i, const AdamHyper& h) {
+  const Moments r = adam_update(t.param[i], t.grad[i], t.exp_avg[i], t.exp_avg_sq[i], t.weight_decay, h);
+  t.param[i] = r.param;
+  t.exp_avg[i] = r.exp_avg;
+  t.exp_avg_sq[i] = r.exp_avg_sq;
+  if (t.working) t.working[i] = __float2bfloat16(r.param);
+}
+
+// Whether every array of `t` allows 16-byte loads of fp32 (8-byte stores of bf16) at element
+// offsets that are multiples of 4. Views into contiguous gradient and parameter buffers start
+// anywhere, so this is decided per tensor.
+__device__ __forceinline__ bool vectorizable(const AdamTensor& t) {
+  const auto a16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  return a16(t.param) && a16(t.grad) && a16(t.exp_avg) && a16(t.exp_avg_sq) &&
+         (reinterpret_cast<uintptr_t>(t.working) & 7) == 0;
+}
+
+// Adam moves 30 bytes per element and computes little: it is bound by DRAM bandwidth, which
+// 4-byte accesses leave a third unused on the H200 (62% measured); 16-byte accesses keep more
+// bytes in flight per thread.
 __global__ void adam_kernel(const AdamTensor* __restrict__ tensors, const ChunkRef* __restrict__ chunks,
                             AdamHyper h) {
   const ChunkRef c = chunks[blockIdx.x];
   const AdamTensor t = tensors[c.tensor];
   const int64_t begin = int64_t(c.chunk) * kChunkElements;
   const int64_t end = min(t.numel, begin + kChunkElements);
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float g = t.grad[i] * h.grad_scale;
-    const float m = h.beta1 * t.exp_avg[i] + (1.0f - h.beta1) * g;
-    const float v = h.beta2 * t.exp_avg_sq[i] + (1.0f - h.beta2) * g * g;
-    const float p = t.param[i];
-    const float update = (m / h.bias_correction1) / (sqrtf(v / h.bias_correction2) + h.eps);
-    const float next = p - h.lr * (update + t.weight_decay * p);
-    t.exp_avg[i] = m;
-    t.exp_avg_sq[i] = v;
-    t.param[i] = next;
-    if (t.working) t.working[i] = __float2bfloat16(next);
+  int64_t scalar_begin = begin;
+  if (vectorizable(t)) {  // the chunk starts at a multiple of kChunkElements, hence of 4
+    const int64_t quads = (end - begin) / 4;
+    for (int64_t q = threadIdx.x; q < quads; q += blockDim.x) {
+      const int64_t i = begin + 4 * q;
+      const float4 p = *reinterpret_cast<const float4*>(t.param + i);
+      const float4 g = *reinterpret_cast<const float4*>(t.grad + i);
+      const float4 m = *reinterpret_cast<const float4*>(t.exp_avg + i);
+      const float4 v = *reinterpret_cast<const float4*>(t.exp_avg_sq + i);
+      const Moments r0 = adam_update(p.x, g.x, m.x, v.x, t.weight_decay, h);
+      const Moments r1 = adam_update(p.y, g.y, m.y, v.y, t.weight_decay, h);
+      const Moments r2 = adam_update(p.z, g.z, m.z, v.z, t.weight_decay, h);
+      const Moments r3 = adam_update(p.w, g.w, m.w, v.w, t.weight_decay, h);
+      *reinterpret_cast<float4*>(t.param + i) = make_float4(r0.param, r1.param, r2.param, r3.param);
+      *reinterpret_cast<float4*>(t.exp_avg + i) = make_float4(r0.exp_avg, r1.exp_avg, r2.exp_avg, r3.exp_avg);
+      *reinterpret_cast<float4*>(t.exp_avg_sq + i) =
+          make_float4(r0.exp_avg_sq, r1.exp_avg_sq, r2.exp_avg_sq, r3.exp_avg_sq);
+      if (t.working) {
+        __nv_bfloat162 lo = __floats2bfloat162_rn(r0.param, r1.param), hi = __floats2bfloat162_rn(r2.param, r3.param);
+        uint2 packed;
+        packed.x = *reinterpret_cast<uint32_t*>(&lo);
+        packed.y = *reinterpret_cast<uint32_t*>(&hi);
+        *reinterpret_cast<uint2*>(t.working + i) = packed;
+      }
+    }
+    scalar_begin = begin + 4 * quads;
   }
+  for (int64_t i = scalar_begin + threadIdx.x; i < end; i += blockDim.x) adam_scalar(t, i, h);
 }
+
+}  // namespace
 
 void adam_step(const void* metadata, size_t chunks_offset, int chunk_count, const AdamHyper& hyper,
                const KernelContext& ctx) {
   if (chunk_count == 0) return;
   const auto* tensors = static_cast<const AdamTensor*>(metadata);
   const auto* chunks = reinterpret_cast<const ChunkRef*>(static_cast<const char*>(metadata) + chunks_offset);
-  adam_kernel<<<static_cast<unsigned>(chunk_count), 512, 0, ctx.stream>>>(tensors, chunks, hyper);
+  adam_kernel<<<static_cast<unsigned>(chunk_count), 256, 0, ctx.stream>>>(tensors, chunks, hyper);
   PTDP_LAUNCH_CHECK(adam_kernel);
 }
 

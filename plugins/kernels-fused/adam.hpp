@@ -16,6 +16,9 @@ struct AdamTensor {
   bf16* working;       // null when nothing reads a bf16 copy
   int64_t numel;
   float weight_decay;  // 0 where the parameter is not decayed
+  // Named, so that the descriptor holds no indeterminate padding bytes: the metadata cache finds
+  // a list again by comparing its bytes, and garbage there missed it every step.
+  float unused = 0;
 };
 
 struct AdamHyper {

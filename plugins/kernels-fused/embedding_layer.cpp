@@ -55,12 +55,8 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
   }
 
   if (save) {
-    const TokenRows grouped = group_rows_by_token(tokens.as<const int32_t>(), rows, vocab_begin_, vocab_rows_);
-    Saved s;
-    s.unique = grouped.unique;
-    s.token_rows = backend_->arena().allocate(grouped.packed.size() * sizeof(int32_t));
-    backend_->upload().copy(s.token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
-    saved_.put(mb.slot, std::move(s));
+    const int32_t* ids_on_host = tokens.as<const int32_t>();
+    saved_.put(mb.slot, Saved{std::vector<int32_t>(ids_on_host, ids_on_host + rows)});
   }
 }
 
@@ -71,9 +67,12 @@ void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
   const Saved s = saved_.take(mb.slot);
   backend_->activate();
   const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
+  const TokenRows grouped = group_rows_by_token(s.tokens.data(), rows, vocab_begin_, vocab_rows_);
+  auto token_rows = allocate_buffer<int32_t>(backend_->arena(), grouped.packed.size());
+  backend_->upload().copy(token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
   embedding_backward(dout.as<const bf16>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
-                     position_->grad(), view_token_rows(static_cast<const int32_t*>(s.token_rows.get()), s.unique),
-                     word_->grad(), backend_->kernels());
+                     position_->grad(), view_token_rows(token_rows.get(), grouped.unique), word_->grad(),
+                     backend_->kernels());
 }
 
 void FusedEmbedding::release(int slot) { saved_.release(slot); }

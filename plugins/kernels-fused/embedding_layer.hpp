@@ -3,6 +3,7 @@
 // dropout (site 0). This rank holds rows [rank * V/t, (rank + 1) * V/t) of the padded vocabulary;
 // rows of other ranks' tokens are zero here and the group's all-reduce fills them in.
 #include <memory>
+#include <vector>
 
 #include "backend.hpp"
 #include "saved_slots.hpp"
@@ -23,9 +24,11 @@ class FusedEmbedding final : public EmbeddingLayer {
   std::shared_ptr<Parameter> word() const { return word_; }
 
  private:
+  // The token ids, kept on the host: backward groups its rows by token there. Grouping in
+  // forward left the GPU idle (0.64 ms a step for the 1.3B model on the H200) while the host
+  // sorted; in backward the host is far ahead of the GPU and the sort is hidden.
   struct Saved {
-    std::shared_ptr<void> token_rows;  // TokenRows::packed on the device
-    int32_t unique = 0;
+    std::vector<int32_t> tokens;
   };
 
   std::shared_ptr<Backend> backend_;

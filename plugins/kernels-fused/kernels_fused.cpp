@@ -15,6 +15,7 @@
 #include "ptdp/plugin.hpp"
 #include "transformer_block.hpp"
 #include "working_copy.hpp"
+#include "zero_fill.hpp"
 
 namespace ptdp::fused {
 namespace {
@@ -151,7 +152,7 @@ class KernelsFused final : public LayerKernels {
     b->activate();
     t.storage = b->arena().allocate(t.view.bytes());
     t.view.data = t.storage.get();
-    PTDP_CUDA_CHECK(cudaMemsetAsync(t.view.data, 0, t.view.bytes(), b->stream()));
+    zero_fill(t.view.data, t.view.bytes(), b->kernels());
     return t;
   }
 
@@ -190,7 +191,7 @@ class KernelsFused final : public LayerKernels {
       return;
     }
     b->activate();
-    PTDP_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), b->stream()));
+    zero_fill(t.data, t.bytes(), b->kernels());
   }
 
   double sum_squares(const std::vector<Tensor>& tensors) override {

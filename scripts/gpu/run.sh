@@ -364,7 +364,7 @@ fusions-each)
   fi
   ;;
 profile)
-  # The table from a run without --trace: the trace's waits around every op would add idle time.
+  # The table from 3 profiled steps; the trace (host ops beside the GPU streams) from one more run.
   RUN_LIMIT_S=300 timed_run profile examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 --profile --trace-steps 3
   row "profile: 1.3B b=4, steps 2-4" "exit $?, table below"
   sed -n '/profile of rank/,/summed over streams/p' "$OUT/profile.log" | tee -a "$table"

@@ -70,6 +70,25 @@ TEST(ProfileReport, TimeInsideTheStepsByClassAndTheIdleShare) {
   EXPECT_DOUBLE_EQ(r.top_other[0].second, 50);
 }
 
+TEST(ProfileReport, IdleGapsByWhatRanBeforeAndAfter) {
+  Fixture f;
+  const ProfileReport r = build_profile_report(f.activities, f.samples, f.windows, f.work, f.peaks);
+  // First step: idle from the LayerNorm's end (1500) to the copy (1900). Second: from the GEMM's
+  // end to the mystery kernel (100 us), and from that kernel's end to the step's (250 us).
+  ASSERT_EQ(r.top_idle.size(), 3u);
+  EXPECT_EQ(r.top_idle[0].before, "layer_norm_forward_kernel (LayerNorm)");
+  EXPECT_EQ(r.top_idle[0].after, "copy HtoD (copies and memsets)");
+  EXPECT_DOUBLE_EQ(r.top_idle[0].us, 400);
+  EXPECT_EQ(r.top_idle[1].before, "mystery_kernel (other)");
+  EXPECT_EQ(r.top_idle[1].after, "step end");
+  EXPECT_DOUBLE_EQ(r.top_idle[1].us, 250);
+  EXPECT_EQ(r.top_idle[2].before, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_cublas (GEMM)");
+  EXPECT_DOUBLE_EQ(r.top_idle[2].us, 100);
+  double total = 0;
+  for (const IdleGap& g : r.top_idle) total += g.us;
+  EXPECT_DOUBLE_EQ(total, r.step_us - r.busy_us);
+}
+
 TEST(ProfileReport, RatesAgainstThePeaks) {
   Fixture f;
   const ProfileReport r = build_profile_report(f.activities, f.samples, f.windows, f.work, f.peaks);
@@ -118,7 +137,8 @@ TEST(ProfileReport, TheTableNamesEveryClassTheIdleTimeAndTheDevice) {
       format_profile_report(build_profile_report(f.activities, f.samples, f.windows, f.work, f.peaks), "rank 0 (pp 0)");
   for (const char* part : {"profile of rank 0 (pp 0): 2 steps, 1.0 ms a step on Test GPU", "GEMM", "flash attention",
                            "LayerNorm", "copies and memsets", "idle", "37.5%", "2.0 TFLOP/s", "20.0%", "10.0 GB/s",
-                           "mystery_kernel", "SM clock 1750 MHz mean (1700..1800; the device's highest 1980)", "of a 700 W cap"})
+                           "mystery_kernel", "idle: 0.200 ms/step  after layer_norm_forward_kernel (LayerNorm) before copy HtoD",
+                           "SM clock 1750 MHz mean (1700..1800; the device's highest 1980)", "of a 700 W cap"})
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in\n" << text;
 }
 

@@ -18,6 +18,7 @@
 #include "test_device.hpp"
 #include "token_rows.hpp"
 #include "working_copy.hpp"
+#include "zero_fill.hpp"
 
 namespace ptdp::fused::test {
 namespace {
@@ -500,7 +501,18 @@ void check_column_sum(Checks& checks, TestDevice& dev, int64_t rows, int64_t col
 }
 
 void check_adam_and_norm(Checks& checks, TestDevice& dev) {
-  const std::vector<int64_t> sizes{1, 1000, kChunkElements + 17, 3 * kChunkElements - 5};
+  // The last tensor starts one element past an aligned address, as a view into a contiguous
+  // buffer may: Adam's 16-byte accesses must fall back for it.
+  const std::vector<int64_t> sizes{1, 1000, kChunkElements + 17, 3 * kChunkElements - 5, kChunkElements + 3};
+  const auto misalign = [&](size_t t) { return t == 4 ? size_t{1} : size_t{0}; };
+  const auto padded = [&](size_t t, std::vector<float> values) {
+    values.insert(values.begin(), misalign(t), 0.0f);
+    return values;
+  };
+  const auto unpadded = [&](size_t t, std::vector<float> values) {
+    values.erase(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(misalign(t)));
+    return values;
+  };
   const AdamHyper hyper{1e-3f, 0.9f, 0.95f, 1e-8f, 0.5f, float(1 - std::pow(0.9, 3)), float(1 - std::pow(0.95, 3))};
   std::vector<std::unique_ptr<DeviceArray<float>>> p, g, m, v;
   std::vector<std::unique_ptr<DeviceArray<uint16_t>>> w;
@@ -514,17 +526,18 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
     hg.push_back(random_values(n, -0.1f, 0.1f));
     hm.push_back(random_values(n, -0.01f, 0.01f));
     hv.push_back(random_values(n, 0.0f, 1e-3f));
-    p.push_back(std::make_unique<DeviceArray<float>>(hp.back()));
-    g.push_back(std::make_unique<DeviceArray<float>>(hg.back()));
-    m.push_back(std::make_unique<DeviceArray<float>>(hm.back()));
-    v.push_back(std::make_unique<DeviceArray<float>>(hv.back()));
-    w.push_back(std::make_unique<DeviceArray<uint16_t>>(n));
+    p.push_back(std::make_unique<DeviceArray<float>>(padded(t, hp.back())));
+    g.push_back(std::make_unique<DeviceArray<float>>(padded(t, hg.back())));
+    m.push_back(std::make_unique<DeviceArray<float>>(padded(t, hm.back())));
+    v.push_back(std::make_unique<DeviceArray<float>>(padded(t, hv.back())));
+    w.push_back(std::make_unique<DeviceArray<uint16_t>>(n + misalign(t)));
     w.back()->poison();
-    const bool has_working = t % 2 == 1;
-    adam.push_back(AdamTensor{p.back()->get(), g.back()->get(), m.back()->get(), v.back()->get(),
-                              has_working ? reinterpret_cast<bf16*>(w.back()->get()) : nullptr, int64_t(n),
+    const bool has_working = t % 2 == 1 || t == 4;
+    const size_t o = misalign(t);
+    adam.push_back(AdamTensor{p.back()->get() + o, g.back()->get() + o, m.back()->get() + o, v.back()->get() + o,
+                              has_working ? reinterpret_cast<bf16*>(w.back()->get() + o) : nullptr, int64_t(n),
                               t >= 2 ? 0.1f : 0.0f});
-    squares.push_back(SquareSumTensor{g.back()->get(), int64_t(n)});
+    squares.push_back(SquareSumTensor{g.back()->get() + o, int64_t(n)});
     for (float x : hg.back()) square_sum += double(x) * x;
   }
   // Sum of squares first: Adam leaves the gradients alone, but order it before anyway.
@@ -549,12 +562,13 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
     }
     const std::string name = " tensor " + std::to_string(t) + " (" + std::to_string(n) + " elements" +
                              (adam[t].weight_decay > 0 ? ", decayed" : "") + ")";
-    const auto got_p = p[t]->download();
+    const auto got_p = unpadded(t, p[t]->download());
     checks.close("adam param" + name, widen(got_p), rp, 1e-6);
-    checks.close("adam exp_avg" + name, widen(m[t]->download()), rm, 1e-6);
-    checks.close("adam exp_avg_sq" + name, widen(v[t]->download()), rv, 1e-6);
+    checks.close("adam exp_avg" + name, widen(unpadded(t, m[t]->download())), rm, 1e-6);
+    checks.close("adam exp_avg_sq" + name, widen(unpadded(t, v[t]->download())), rv, 1e-6);
     if (adam[t].working) {
-      const auto got_w = w[t]->download();
+      auto got_w = w[t]->download();
+      got_w.erase(got_w.begin(), got_w.begin() + static_cast<std::ptrdiff_t>(misalign(t)));
       size_t mismatched = 0;
       for (size_t i = 0; i < n; ++i) mismatched += got_w[i] != to_bf16(got_p[i]);
       checks.record("adam bf16 working copy" + name, mismatched == 0,
@@ -565,20 +579,41 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
   std::vector<CastTensor> casts;
   for (size_t t = 0; t < sizes.size(); ++t) {
     w[t]->poison();
-    casts.push_back(CastTensor{p[t]->get(), reinterpret_cast<bf16*>(w[t]->get()), sizes[t]});
+    casts.push_back(CastTensor{p[t]->get() + misalign(t), reinterpret_cast<bf16*>(w[t]->get() + misalign(t)), sizes[t]});
   }
   const MultiTensorMetadata cast_meta = pack_multi_tensor(casts);
   DeviceArray<uint8_t> d_cast_meta(cast_meta.bytes);
   refresh_working_copies(d_cast_meta.get(), cast_meta.chunks_offset, cast_meta.chunk_count, dev.ctx);
   size_t mismatched = 0, total = 0;
   for (size_t t = 0; t < sizes.size(); ++t) {
-    const auto master = p[t]->download();
+    const auto master = unpadded(t, p[t]->download());
     const auto copy = w[t]->download();
-    for (size_t i = 0; i < master.size(); ++i) mismatched += copy[i] != to_bf16(master[i]);
+    for (size_t i = 0; i < master.size(); ++i) mismatched += copy[i + misalign(t)] != to_bf16(master[i]);
     total += master.size();
   }
   checks.record("working copy refresh (multi-tensor)", mismatched == 0,
                 std::to_string(mismatched) + " of " + std::to_string(total) + " elements differ from the rounded master");
+}
+
+// Every start offset within 16 bytes and sizes around the 16-byte body: exactly the range is
+// zeroed, its neighbours keep their bytes.
+void check_zero_fill(Checks& checks, TestDevice& dev) {
+  constexpr size_t kSpace = 3 * 65536 + 64;
+  DeviceArray<uint8_t> space(kSpace);
+  size_t wrong = 0, cases = 0;
+  for (size_t offset = 0; offset < 16; ++offset)
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{1000},
+                         size_t{3 * 65536 + 5}}) {
+      space.poison();
+      cuda_ok(cudaDeviceSynchronize(), "poison");  // the legacy stream's memset before ctx's kernel
+      zero_fill(space.get() + offset, bytes, dev.ctx);
+      dev.sync();
+      const std::vector<uint8_t> got = space.download();
+      for (size_t i = 0; i < kSpace; ++i) wrong += got[i] != (i >= offset && i < offset + bytes ? 0 : 0xff);
+      ++cases;
+    }
+  checks.record("zero_fill at 16 offsets x 8 sizes (" + std::to_string(cases) + " cases)", wrong == 0,
+                std::to_string(wrong) + " bytes wrong");
 }
 
 }  // namespace
@@ -618,6 +653,7 @@ void run_kernel_checks(Checks& checks) {
   checks.run("column sum", [&] { check_column_sum(checks, dev, 300, 192); });
   checks.run("column sum", [&] { check_column_sum(checks, dev, 17, 30); });
   checks.run("adam and grad norm", [&] { check_adam_and_norm(checks, dev); });
+  checks.run("zero_fill", [&] { check_zero_fill(checks, dev); });
 }
 
 }  // namespace ptdp::fused::test
