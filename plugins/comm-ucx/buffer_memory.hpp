@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ptdp/communicator.hpp"
+#include "ptdp/plugin_log.hpp"
 #include "ptdp/tensor.hpp"
 
 namespace ptdp::comm_ucx {
@@ -43,7 +44,8 @@ bool cuda_memory_built();
 // which works in the current context, finds one. Throws ptdp::Error naming the device.
 void activate_cuda_device(int device);
 // Memory of CUDA device `device`, ordered after the work on `stream` (a cudaStream_t; nullptr is
-// the default stream). Reductions run on the GPU, on that stream.
-std::unique_ptr<BufferMemory> make_cuda_memory(int device, void* stream);
+// the default stream). Reductions run on the GPU, on that stream. `log` hears of device memory
+// that cannot be freed when it goes.
+std::unique_ptr<BufferMemory> make_cuda_memory(int device, void* stream, PluginLog log);
 
 }  // namespace ptdp::comm_ucx

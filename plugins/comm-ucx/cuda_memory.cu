@@ -17,17 +17,11 @@
 #include <vector>
 
 #include "buffer_memory.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::comm_ucx {
 
 namespace {
-
-void check(cudaError_t status, const char* call, const char* file, int line) {
-  if (status != cudaSuccess)
-    throw Error(std::string("comm-ucx: ") + call + " failed: " + cudaGetErrorString(status) + " (" + file + ":" +
-                std::to_string(line) + ")");
-}
-#define UCX_CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
 template <class T>
 __device__ T combine(T a, T b, ReduceOp op) {
@@ -48,19 +42,21 @@ __global__ void reduce_bf16_kernel(__nv_bfloat16* acc, const __nv_bfloat16* in, 
 
 class CudaMemory final : public BufferMemory {
  public:
-  CudaMemory(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  CudaMemory(int device, cudaStream_t stream, PluginLog log) : device_(device), stream_(stream), log_(std::move(log)) {}
   ~CudaMemory() override {
-    for (void* p : retired_) (void)cudaFree(p);  // teardown: nothing left to report to
-    for (const Region& r : regions_) (void)cudaFree(r.data);
+    TeardownFailures failures;
+    for (void* p : retired_) PTDP_TEARDOWN_CALL(failures, cudaFree(p));
+    for (const Region& r : regions_) PTDP_TEARDOWN_CALL(failures, cudaFree(r.data));
     for (void* p : {scratch_, staging_})
-      if (p) (void)cudaFree(p);
+      if (p) PTDP_TEARDOWN_CALL(failures, cudaFree(p));
+    log_.write_failures("comm-ucx: freeing the staged memory of CUDA device " + std::to_string(device_), failures);
   }
 
   ucs_memory_type_t ucx_type() const override { return UCS_MEMORY_TYPE_CUDA; }
 
   void acquire() override {
-    UCX_CUDA_CHECK(cudaSetDevice(device_));
-    UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    PTDP_CALL(cudaSetDevice(device_));
+    PTDP_CALL(cudaStreamSynchronize(stream_));
   }
 
   char* scratch(size_t bytes) override { return grow(scratch_, scratch_bytes_, bytes); }
@@ -71,11 +67,11 @@ class CudaMemory final : public BufferMemory {
     const char* s = static_cast<const char*>(src);
     if (d < s + bytes && s < d + bytes) {  // overlapping: cudaMemcpy does not promise memmove
       char* stage = grow(staging_, staging_bytes_, bytes);
-      UCX_CUDA_CHECK(cudaMemcpyAsync(stage, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+      PTDP_CALL(cudaMemcpyAsync(stage, src, bytes, cudaMemcpyDeviceToDevice, stream_));
       src = stage;
     }
-    UCX_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
-    UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    PTDP_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    PTDP_CALL(cudaStreamSynchronize(stream_));
   }
 
   void reduce(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) override {
@@ -101,8 +97,8 @@ class CudaMemory final : public BufferMemory {
       default:
         throw Error(std::string("comm-ucx: cannot reduce ") + dtype_name(dtype));
     }
-    UCX_CUDA_CHECK(cudaGetLastError());
-    UCX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    PTDP_LAUNCH_CHECK(reduce_kernel);
+    PTDP_CALL(cudaStreamSynchronize(stream_));
   }
 
   char* stage(const void* caller, size_t bytes, bool copy_in) override {
@@ -138,7 +134,7 @@ class CudaMemory final : public BufferMemory {
       size_t size = kSmallestRegion;
       while (size < bytes) size *= 2;
       void* data = nullptr;
-      UCX_CUDA_CHECK(cudaMalloc(&data, size));
+      PTDP_CALL(cudaMalloc(&data, size));
       regions_.push_back(Region{static_cast<char*>(data), size, false});
       best = &regions_.back();
     }
@@ -156,7 +152,7 @@ class CudaMemory final : public BufferMemory {
     if (capacity < bytes) {
       const size_t size = std::max(bytes, 2 * capacity);
       void* bigger = nullptr;
-      UCX_CUDA_CHECK(cudaMalloc(&bigger, size));
+      PTDP_CALL(cudaMalloc(&bigger, size));
       if (buffer) retired_.push_back(buffer);
       buffer = bigger;
       capacity = size;
@@ -166,6 +162,7 @@ class CudaMemory final : public BufferMemory {
 
   int device_;
   cudaStream_t stream_;
+  PluginLog log_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   void* staging_ = nullptr;
@@ -180,16 +177,16 @@ bool cuda_memory_built() { return true; }
 
 void activate_cuda_device(int device) {
   int count = 0;
-  UCX_CUDA_CHECK(cudaGetDeviceCount(&count));
+  PTDP_CALL(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count)
     throw Error("comm-ucx: CUDA device " + std::to_string(device) + " but this process sees " + std::to_string(count) +
                 " CUDA device(s)");
-  UCX_CUDA_CHECK(cudaSetDevice(device));
-  UCX_CUDA_CHECK(cudaFree(nullptr));  // creates the primary context now
+  PTDP_CALL(cudaSetDevice(device));
+  PTDP_CALL(cudaFree(nullptr));  // creates the primary context now
 }
 
-std::unique_ptr<BufferMemory> make_cuda_memory(int device, void* stream) {
-  return std::make_unique<CudaMemory>(device, static_cast<cudaStream_t>(stream));
+std::unique_ptr<BufferMemory> make_cuda_memory(int device, void* stream, PluginLog log) {
+  return std::make_unique<CudaMemory>(device, static_cast<cudaStream_t>(stream), std::move(log));
 }
 
 }  // namespace ptdp::comm_ucx

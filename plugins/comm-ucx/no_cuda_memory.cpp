@@ -11,6 +11,6 @@ constexpr const char* kWhy =
 
 bool cuda_memory_built() { return false; }
 void activate_cuda_device(int) { throw Error(std::string("comm-ucx: ") + kWhy); }
-std::unique_ptr<BufferMemory> make_cuda_memory(int, void*) { throw Error(std::string("comm-ucx: ") + kWhy); }
+std::unique_ptr<BufferMemory> make_cuda_memory(int, void*, PluginLog) { throw Error(std::string("comm-ucx: ") + kWhy); }
 
 }  // namespace ptdp::comm_ucx

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ptdp/checked_call.hpp"
 #include "tag_layout.hpp"
 
 namespace ptdp::comm_ucx {
@@ -20,7 +21,8 @@ UcxOptions options_from(const PluginContext& context) {
 
 }  // namespace
 
-UcxCommunicator::UcxCommunicator(const PluginContext& context) : options_(options_from(context)) {}
+UcxCommunicator::UcxCommunicator(const PluginContext& context)
+    : options_(options_from(context)), log_(context), made_by_host_(true) {}
 
 UcxCommunicator::UcxCommunicator(UcxOptions options) : options_(std::move(options)) {}
 
@@ -31,6 +33,8 @@ UcxCommunicator::UcxCommunicator(std::shared_ptr<UcxWorld> world, UcxOptions opt
 
 UcxCommunicator::~UcxCommunicator() {
   if (world_ && !grouped_.empty()) world_->discard(grouped_);
+  // Groups and the world may outlive the object the host made, but not the host's log.
+  if (made_by_host_) log_.close();
 }
 
 std::string UcxCommunicator::context(const char* op) const {
@@ -79,7 +83,7 @@ BufferMemory& UcxCommunicator::memory_of(const std::string& ctx, const Tensor& t
     if (!cuda_memory_) cuda_memory_ = &world_->cuda_memory(device_.index, stream_);
     cuda_memory_->acquire();
   } catch (const std::exception& e) {
-    throw Error(ctx + e.what());
+    throw Error(ctx + reason_of(e));
   }
   return *cuda_memory_;
 }
@@ -122,11 +126,11 @@ void UcxCommunicator::init(const CommInit& init) {
     try {
       activate_cuda_device(init.device.index);
     } catch (const std::exception& e) {
-      throw Error(context("init") + e.what());
+      throw Error(context("init") + reason_of(e));
     }
   }
   device_ = init.device;
-  world_ = std::make_shared<UcxWorld>(options_, init);
+  world_ = std::make_shared<UcxWorld>(options_, init, log_);
   id_ = 0;
   name_ = "world";
   rank_ = init.rank;
@@ -191,7 +195,7 @@ void UcxCommunicator::complete_grouped(const std::string& ctx) {
   try {
     for (const Staged& s : done) s.memory->unstage(s.caller, s.region, s.bytes, s.receive);
   } catch (const std::exception& e) {
-    throw Error(ctx + e.what());
+    throw Error(ctx + reason_of(e));
   }
 }
 

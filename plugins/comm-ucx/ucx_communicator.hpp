@@ -19,6 +19,7 @@
 #include "ptdp/communicator.hpp"
 #include "buffer_memory.hpp"
 #include "ptdp/plugin.hpp"
+#include "ptdp/plugin_log.hpp"
 #include "ucx_world.hpp"
 
 namespace ptdp::comm_ucx {
@@ -96,6 +97,8 @@ class UcxCommunicator final : public Communicator {
                        size_t element_size);
 
   UcxOptions options_;
+  PluginLog log_;                    // for the world this communicator makes at init
+  const bool made_by_host_ = false;  // the plugin object, which closes the log when it goes
   std::shared_ptr<UcxWorld> world_;
   uint32_t id_ = 0;
   std::string name_ = "world";

@@ -14,6 +14,7 @@
 
 #include <ucs/config/global_opts.h>
 
+#include "ptdp/checked_call_ucx.hpp"
 #include "tag_layout.hpp"
 
 namespace ptdp::comm_ucx {
@@ -54,13 +55,9 @@ bool may_use_shared_memory(const std::string& tls) {
   return false;
 }
 
-void check_ucs(ucs_status_t status, const std::string& what) {
-  if (status != UCS_OK) throw Error(what + ": " + status_text(status));
-}
-
 }  // namespace
 
-UcxWorld::UcxWorld(const UcxOptions& options, const CommInit& init) {
+UcxWorld::UcxWorld(const UcxOptions& options, const CommInit& init, PluginLog log) : log_(std::move(log)) {
   const std::string who = "comm-ucx: rank " + std::to_string(init.rank) + " (group 'world'): init: ";
   if (init.size < 1 || init.size > kMaxWorldSize)
     throw Error(who + "world size " + std::to_string(init.size) + " outside 1.." + std::to_string(kMaxWorldSize));
@@ -79,7 +76,7 @@ UcxWorld::UcxWorld(const UcxOptions& options, const CommInit& init) {
     connect(init);
     post_notice_receive();
   } catch (const std::exception& e) {
-    const std::string message = e.what();
+    const std::string message = reason_of(e);
     release();
     throw Error(who + message);
   }
@@ -95,7 +92,7 @@ void UcxWorld::create_context(const UcxOptions& options) {
   // its memory type, so the cache has nothing to add.
   if (!env_set("UCX_MEMTYPE_CACHE")) ucs_global_opts.enable_memtype_cache = UCS_NO;
   ucp_config_t* config = nullptr;
-  check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  PTDP_CALL(ucp_config_read(nullptr, nullptr, &config));
   struct ConfigRelease {
     ucp_config_t* c;
     ~ConfigRelease() { ucp_config_release(c); }
@@ -119,23 +116,21 @@ void UcxWorld::create_context(const UcxOptions& options) {
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   params.estimated_num_eps = static_cast<size_t>(size_);
-  const ucs_status_t status = ucp_init(&params, config, &context_);
-  if (status != UCS_OK)
-    throw Error("ucp_init" +
-                (options.transports.empty() ? std::string() : " with transports '" + options.transports + "'") +
-                ": " + status_text(status));
+  const std::string with_transports =
+      options.transports.empty() ? std::string() : " with transports '" + options.transports + "'";
+  PTDP_CALL_AS(ucp_init(&params, config, &context_), "ucp_init" + with_transports);
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;  // abort() only touches abort_fd_
-  check_ucs(ucp_worker_create(context_, &worker_params, &worker_), "ucp_worker_create");
-  check_ucs(ucp_worker_get_efd(worker_, &worker_fd_), "ucp_worker_get_efd");
+  PTDP_CALL(ucp_worker_create(context_, &worker_params, &worker_));
+  PTDP_CALL(ucp_worker_get_efd(worker_, &worker_fd_));
 }
 
 void UcxWorld::connect(const CommInit& init) {
   ucp_address_t* address = nullptr;
   size_t address_size = 0;
-  check_ucs(ucp_worker_get_address(worker_, &address, &address_size), "ucp_worker_get_address");
+  PTDP_CALL(ucp_worker_get_address(worker_, &address, &address_size));
   // The value carries the world size so that ranks started with different sizes say so.
   std::vector<uint8_t> value(sizeof(int32_t) + address_size);
   const int32_t size = size_;
@@ -164,7 +159,7 @@ void UcxWorld::connect(const CommInit& init) {
     ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     ep_params.err_handler.cb = &UcxWorld::on_endpoint_error;
     ep_params.err_handler.arg = &peer;
-    check_ucs(ucp_ep_create(worker_, &ep_params, &peer.ep), "ucp_ep_create to rank " + std::to_string(r));
+    PTDP_CALL_AS(ucp_ep_create(worker_, &ep_params, &peer.ep), "ucp_ep_create to rank " + std::to_string(r));
   }
 }
 
@@ -173,7 +168,7 @@ UcxWorld::~UcxWorld() { release(); }
 BufferMemory& UcxWorld::cuda_memory(int device, void* stream) {
   for (StreamMemory& m : cuda_memories_)
     if (m.stream == stream) return *m.memory;
-  cuda_memories_.push_back(StreamMemory{stream, make_cuda_memory(device, stream)});
+  cuda_memories_.push_back(StreamMemory{stream, make_cuda_memory(device, stream, log_)});
   return *cuda_memories_.back().memory;
 }
 
@@ -184,7 +179,8 @@ void UcxWorld::release() {
       ucp_request_free(notice_request_);
       notice_request_ = nullptr;
     }
-    // Flush what healthy peers still have to receive; cut the rest.
+    // Flush what healthy peers still have to receive; cut the rest. How a close ends is not
+    // reported: a peer that went first makes the flush fail, which is no failure of this rank.
     const bool broken = !failure_.empty() || aborted_;
     std::vector<void*> closing;
     for (Peer& p : peers_) {
@@ -456,7 +452,7 @@ void UcxWorld::post_notice_receive() {
   param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // always a request to test later
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, notice_buffer_.data(), notice_buffer_.size(),
                                         make_tag(kNoticeComm, 0, false, 0), kAnySenderMask, &param);
-  check_ucs(UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r) : UCS_OK, "posting the failure-notice receive");
+  PTDP_CALL_AS(ucs_status_of(r), "ucp_tag_recv_nbx of the failure-notice receive");
   notice_request_ = r;
 }
 

@@ -21,6 +21,7 @@
 
 #include "buffer_memory.hpp"
 #include "ptdp/communicator.hpp"
+#include "ptdp/plugin_log.hpp"
 
 namespace ptdp::comm_ucx {
 
@@ -43,7 +44,8 @@ struct PostedMessage {
 class UcxWorld {
  public:
   // Creates the worker, publishes its address under init.key_prefix and connects to every rank.
-  UcxWorld(const UcxOptions& options, const CommInit& init);
+  // `log` hears of CUDA memory that cannot be freed when the world goes.
+  UcxWorld(const UcxOptions& options, const CommInit& init, PluginLog log);
   ~UcxWorld();
   UcxWorld(const UcxWorld&) = delete;
   UcxWorld& operator=(const UcxWorld&) = delete;
@@ -98,6 +100,7 @@ class UcxWorld {
   void sleep_on_worker(int ms);
   std::string peer_name(const PostedMessage& t) const;
 
+  PluginLog log_;
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 60;

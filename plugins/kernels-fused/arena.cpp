@@ -4,19 +4,21 @@
 
 #include <string>
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 
-std::shared_ptr<DeviceArena> DeviceArena::create(int device) {
-  return std::shared_ptr<DeviceArena>(new DeviceArena(device));
+std::shared_ptr<DeviceArena> DeviceArena::create(int device, PluginLog log) {
+  return std::shared_ptr<DeviceArena>(new DeviceArena(device, std::move(log)));
 }
 
 DeviceArena::~DeviceArena() {
-  // Runs at teardown, possibly after the CUDA context is gone: nothing to report then.
+  // May run at process exit, after the CUDA runtime has gone: PTDP_TEARDOWN_CALL lets that pass.
+  TeardownFailures failures;
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [size, blocks] : free_)
-    for (void* block : blocks) (void)cudaFree(block);
+    for (void* block : blocks) PTDP_TEARDOWN_CALL(failures, cudaFree(block));
+  log_.write_failures("kernels-fused: freeing the device arena of device " + std::to_string(device_), failures);
 }
 
 size_t DeviceArena::size_class(size_t bytes) {
@@ -39,10 +41,11 @@ std::shared_ptr<void> DeviceArena::allocate(size_t bytes) {
       cached_ -= size;
     }
     if (!block) {
-      PTDP_CUDA_CHECK(cudaSetDevice(device_));
+      PTDP_CALL(cudaSetDevice(device_));
       cudaError_t status = cudaMalloc(&block, size);
       if (status == cudaErrorMemoryAllocation) {
-        // Give every cached block back and try once more before failing.
+        // Give every cached block back and try once more before failing. cudaMalloc leaves its
+        // failure in the last-error slot, where the next launch check would take it for its own.
         (void)cudaGetLastError();
         free_cached_locked();
         status = cudaMalloc(&block, size);
@@ -51,7 +54,7 @@ std::shared_ptr<void> DeviceArena::allocate(size_t bytes) {
         (void)cudaGetLastError();
         throw Error("kernels-fused: out of device memory on device " + std::to_string(device_) +
                     ": cudaMalloc of " + std::to_string(size) + " bytes failed (" +
-                    cudaGetErrorString(status) + "); " + std::to_string(in_use_) + " bytes in use");
+                    status_text(status) + "); " + std::to_string(in_use_) + " bytes in use");
       }
     }
     in_use_ += size;
@@ -70,7 +73,7 @@ void DeviceArena::release(void* block, size_t size) {
 void DeviceArena::free_cached_locked() {
   // cudaFree waits for the device, so pending work that still reads a cached block finishes first.
   for (auto& [size, blocks] : free_)
-    for (void* block : blocks) PTDP_CUDA_CHECK(cudaFree(block));
+    for (void* block : blocks) PTDP_CALL(cudaFree(block));
   free_.clear();
   cached_ = 0;
 }

@@ -10,11 +10,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ptdp/plugin_log.hpp"
+
 namespace ptdp::fused {
 
 class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
  public:
-  static std::shared_ptr<DeviceArena> create(int device);
+  // `log` hears of blocks that cannot be freed when the arena goes.
+  static std::shared_ptr<DeviceArena> create(int device, PluginLog log = {});
   ~DeviceArena();
   DeviceArena(const DeviceArena&) = delete;
   DeviceArena& operator=(const DeviceArena&) = delete;
@@ -32,11 +35,12 @@ class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
   static size_t size_class(size_t bytes);
 
  private:
-  explicit DeviceArena(int device) : device_(device) {}
+  DeviceArena(int device, PluginLog log) : device_(device), log_(std::move(log)) {}
   void release(void* block, size_t size);
   void free_cached_locked();
 
   int device_;
+  PluginLog log_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t in_use_ = 0;

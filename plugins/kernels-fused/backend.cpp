@@ -1,29 +1,30 @@
 #include "backend.hpp"
 
 #include "attention_unfused.hpp"
-#include "cuda_check.hpp"
 #include "flash_attention.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 
-Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
+Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, PluginLog log)
     : model_(binding.model),
       options_(options),
+      log_(std::move(log)),
       tp_rank_(binding.tp_rank),
       tp_size_(binding.tp_size),
       tp_(binding.tp),
       device_(binding.device_index) {
-  PTDP_CUDA_CHECK(cudaSetDevice(device_));
-  PTDP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  PTDP_CALL(cudaSetDevice(device_));
+  PTDP_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
-    arena_ = DeviceArena::create(device_);
-    upload_ = std::make_unique<HostUpload>(stream_);
+    arena_ = DeviceArena::create(device_, log_);
+    upload_ = std::make_unique<HostUpload>(stream_, log_);
     metadata_ = std::make_unique<MetadataCache>(*arena_, *upload_);
     int sm_count = 0;
-    PTDP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
-    kernels_ = KernelContext{stream_, arena_.get(), sm_count};
-    kernels_.fused_layer_norm_backward = options.fused_layer_norm_backward;
-    gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes);
+    PTDP_CALL(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
+    kernel_context_ = KernelContext{stream_, arena_.get(), sm_count};
+    kernel_context_.fused_layer_norm_backward = options.fused_layer_norm_backward;
+    gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes, log_);
 
     AttentionShape shape;
     shape.seq = model_.seq_len;
@@ -31,9 +32,9 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     shape.heads = model_.heads / tp_size_;
     shape.head_dim = model_.hidden / model_.heads;
     if (options.attention == AttentionPath::Flash)
-      attention_ = make_flash_attention(shape, kernels_);
+      attention_ = make_flash_attention(shape, kernel_context_, log_);
     else
-      attention_ = std::make_unique<UnfusedAttention>(shape, *gemm_, kernels_);
+      attention_ = std::make_unique<UnfusedAttention>(shape, *gemm_, kernel_context_);
     if (tp_size_ > 1) tp_->bind_stream(stream_);
   } catch (...) {
     // The destructor does not run for a half-built backend.
@@ -41,21 +42,26 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options)
     gemm_.reset();
     metadata_.reset();
     upload_.reset();
-    (void)cudaStreamDestroy(stream_);
+    TeardownFailures failures;
+    PTDP_TEARDOWN_CALL(failures, cudaStreamDestroy(stream_));
+    log_.write_failures("kernels-fused: after a failed bind", failures);
     throw;
   }
 }
 
 Backend::~Backend() {
-  if (stream_) (void)cudaStreamSynchronize(stream_);
+  TeardownFailures failures;
+  // What the stream still runs may use the parts released below; a fault it hit shows here.
+  if (stream_) PTDP_TEARDOWN_CALL(failures, cudaStreamSynchronize(stream_));
   attention_.reset();
   gemm_.reset();
   metadata_.reset();
   upload_.reset();
-  if (stream_) (void)cudaStreamDestroy(stream_);
+  if (stream_) PTDP_TEARDOWN_CALL(failures, cudaStreamDestroy(stream_));
+  log_.write_failures("kernels-fused: tearing down device " + std::to_string(device_), failures);
 }
 
-void Backend::activate() const { PTDP_CUDA_CHECK(cudaSetDevice(device_)); }
+void Backend::activate() const { PTDP_CALL(cudaSetDevice(device_)); }
 
 void Backend::all_reduce(void* data, DType dtype, int64_t count, ReduceOp op) {
   if (tp_size_ == 1 || count == 0) return;

@@ -19,6 +19,7 @@
 #include "parameter.hpp"
 #include "ptdp/communicator.hpp"
 #include "ptdp/layer_kernels.hpp"
+#include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
 
@@ -35,7 +36,8 @@ struct BackendOptions {
 
 class Backend {
  public:
-  Backend(const KernelsBinding& binding, const BackendOptions& options);
+  // `log` hears of what fails when the backend and its parts go.
+  Backend(const KernelsBinding& binding, const BackendOptions& options, PluginLog log);
   ~Backend();
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
@@ -46,7 +48,7 @@ class Backend {
   int tp_size() const { return tp_size_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
-  const KernelContext& kernels() const { return kernels_; }
+  const KernelContext& kernel_context() const { return kernel_context_; }
   DeviceArena& arena() { return *arena_; }
   HostUpload& upload() { return *upload_; }
   MetadataCache& metadata() { return *metadata_; }
@@ -77,6 +79,7 @@ class Backend {
  private:
   ModelSpec model_;
   BackendOptions options_;
+  PluginLog log_;
   int tp_rank_ = 0;
   int tp_size_ = 1;
   Communicator* tp_ = nullptr;
@@ -87,7 +90,7 @@ class Backend {
   std::unique_ptr<MetadataCache> metadata_;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<Attention> attention_;
-  KernelContext kernels_;
+  KernelContext kernel_context_;
   std::vector<std::weak_ptr<Parameter>> parameters_;
   std::map<const char*, std::weak_ptr<Parameter>> by_master_;  // by the master's first byte
 };

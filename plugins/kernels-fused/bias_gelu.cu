@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "column_reduce.hpp"
-#include "cuda_check.hpp"
 #include "gelu.cuh"
+#include "ptdp/checked_call_cuda.hpp"
 #include "vec.cuh"
 
 namespace ptdp::fused {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 #include "vec.cuh"
 
 namespace ptdp::fused {

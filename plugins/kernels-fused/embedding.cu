@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 #include "vec.cuh"
 
 namespace ptdp::fused {

@@ -37,7 +37,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
   check_token_ids(tokens, m.vocab, "embedding forward: tokens");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
-  const KernelContext& k = backend_->kernels();
+  const KernelContext& k = backend_->kernel_context();
 
   auto ids = allocate_buffer<int32_t>(backend_->arena(), size_t(rows));
   backend_->upload().copy(ids.get(), tokens.data, size_t(rows) * sizeof(int32_t));
@@ -72,7 +72,7 @@ void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
   backend_->upload().copy(token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
   embedding_backward(dout.as<const bf16>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
                      position_->grad(), view_token_rows(token_rows.get(), grouped.unique), word_->grad(),
-                     backend_->kernels());
+                     backend_->kernel_context());
 }
 
 void FusedEmbedding::release(int slot) { saved_.release(slot); }

@@ -11,23 +11,8 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "cuda_check.hpp"
-
-#define PTDP_CUDNN_CHECK(call)                                                                 \
-  do {                                                                                         \
-    cudnnStatus_t ptdp_status_ = (call);                                                       \
-    if (ptdp_status_ != CUDNN_STATUS_SUCCESS)                                                  \
-      ::ptdp::fused::throw_call_error("cuDNN", #call, cudnnGetErrorString(ptdp_status_), __FILE__, \
-                                      __LINE__);                                               \
-  } while (0)
-
-#define PTDP_CUDNN_FE_CHECK(call)                                                                 \
-  do {                                                                                            \
-    auto ptdp_result_ = (call);                                                                   \
-    if (ptdp_result_.is_bad())                                                                    \
-      ::ptdp::fused::throw_call_error("cuDNN frontend", #call, ptdp_result_.get_message().c_str(), \
-                                      __FILE__, __LINE__);                                        \
-  } while (0)
+#include "ptdp/checked_call_cudnn.hpp"
+#include "ptdp/checked_call_cudnn_frontend.hpp"
 
 namespace ptdp::fused {
 namespace {
@@ -38,14 +23,17 @@ enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
 
 class FlashAttention final : public Attention {
  public:
-  FlashAttention(const AttentionShape& shape, const KernelContext& ctx) : shape_(shape), ctx_(ctx) {
-    PTDP_CUDNN_CHECK(cudnnCreate(&handle_));
-    PTDP_CUDNN_CHECK(cudnnSetStream(handle_, ctx_.stream));
+  FlashAttention(const AttentionShape& shape, const KernelContext& ctx, PluginLog log)
+      : shape_(shape), ctx_(ctx), log_(std::move(log)) {
+    PTDP_CALL(cudnnCreate(&handle_));
+    PTDP_CALL(cudnnSetStream(handle_, ctx_.stream));
     build_forward();
     build_backward();
   }
   ~FlashAttention() override {
-    if (handle_) cudnnDestroy(handle_);
+    TeardownFailures failures;
+    if (handle_) PTDP_TEARDOWN_CALL(failures, cudnnDestroy(handle_));
+    log_.write_failures("kernels-fused: destroying the cuDNN handle", failures);
   }
 
   std::string name() const override { return "flash"; }
@@ -59,7 +47,7 @@ class FlashAttention final : public Attention {
                                             {kO, ctx},
                                             {kStats, stats.get()}};
     auto workspace = ctx_.arena->allocate(size_t(forward_workspace_));
-    PTDP_CUDNN_FE_CHECK(forward_->execute(handle_, pack, workspace.get()));
+    PTDP_CALL(forward_->execute(handle_, pack, workspace.get()));
     return save ? stats.block : nullptr;
   }
 
@@ -75,7 +63,7 @@ class FlashAttention final : public Attention {
                                             {kDK, dqkv + w},
                                             {kDV, dqkv + 2 * w}};
     auto workspace = ctx_.arena->allocate(size_t(backward_workspace_));
-    PTDP_CUDNN_FE_CHECK(backward_->execute(handle_, pack, workspace.get()));
+    PTDP_CALL(backward_->execute(handle_, pack, workspace.get()));
   }
 
  private:
@@ -108,12 +96,12 @@ class FlashAttention final : public Attention {
   }
 
   void finish(fe::graph::Graph& graph, int64_t& workspace) {
-    PTDP_CUDNN_FE_CHECK(graph.validate());
-    PTDP_CUDNN_FE_CHECK(graph.build_operation_graph(handle_));
-    PTDP_CUDNN_FE_CHECK(graph.create_execution_plans({fe::HeurMode_t::A}));
-    PTDP_CUDNN_FE_CHECK(graph.check_support(handle_));
-    PTDP_CUDNN_FE_CHECK(graph.build_plans(handle_));
-    PTDP_CUDNN_FE_CHECK(graph.get_workspace_size(workspace));
+    PTDP_CALL(graph.validate());
+    PTDP_CALL(graph.build_operation_graph(handle_));
+    PTDP_CALL(graph.create_execution_plans({fe::HeurMode_t::A}));
+    PTDP_CALL(graph.check_support(handle_));
+    PTDP_CALL(graph.build_plans(handle_));
+    PTDP_CALL(graph.get_workspace_size(workspace));
   }
 
   void build_forward() {
@@ -161,6 +149,7 @@ class FlashAttention final : public Attention {
 
   AttentionShape shape_;
   KernelContext ctx_;
+  PluginLog log_;
   cudnnHandle_t handle_ = nullptr;
   std::shared_ptr<fe::graph::Graph> forward_, backward_;
   int64_t forward_workspace_ = 0, backward_workspace_ = 0;
@@ -172,13 +161,14 @@ bool flash_attention_built() { return true; }
 
 void require_flash_attention_built() {}
 
-std::unique_ptr<Attention> make_flash_attention(const AttentionShape& shape, const KernelContext& ctx) {
+std::unique_ptr<Attention> make_flash_attention(const AttentionShape& shape, const KernelContext& ctx,
+                                                PluginLog log) {
   try {
-    return std::make_unique<FlashAttention>(shape, ctx);
+    return std::make_unique<FlashAttention>(shape, ctx, std::move(log));
   } catch (const Error& e) {
     throw Error(std::string("kernels-fused: attention = \"flash\" cannot serve seq_len ") + std::to_string(shape.seq) +
                 ", micro_batch " + std::to_string(shape.batch) + ", " + std::to_string(shape.heads) +
-                " heads of " + std::to_string(shape.head_dim) + " on this GPU (" + e.what() +
+                " heads of " + std::to_string(shape.head_dim) + " on this GPU (" + reason_of(e) +
                 "); use attention = \"unfused\"");
   }
 }
@@ -198,7 +188,7 @@ void require_flash_attention_built() {
       "attention = \"unfused\"");
 }
 
-std::unique_ptr<Attention> make_flash_attention(const AttentionShape&, const KernelContext&) {
+std::unique_ptr<Attention> make_flash_attention(const AttentionShape&, const KernelContext&, PluginLog) {
   require_flash_attention_built();
   return nullptr;
 }

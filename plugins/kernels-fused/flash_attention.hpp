@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "attention.hpp"
+#include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
 
@@ -14,7 +15,8 @@ bool flash_attention_built();
 void require_flash_attention_built();
 
 // Builds (and checks that cuDNN supports) the forward and backward graphs for this shape; throws
-// ptdp::Error saying why when it cannot.
-std::unique_ptr<Attention> make_flash_attention(const AttentionShape& shape, const KernelContext& ctx);
+// ptdp::Error saying why when it cannot. `log` hears of a cuDNN handle that cannot be destroyed.
+std::unique_ptr<Attention> make_flash_attention(const AttentionShape& shape, const KernelContext& ctx,
+                                                PluginLog log = {});
 
 }  // namespace ptdp::fused

@@ -4,7 +4,8 @@
 #include <vector>
 
 #include "column_reduce.hpp"
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cublas.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 namespace {
@@ -61,19 +62,21 @@ std::vector<cudaDataType_t> bias_types(Kind kind) {
 
 }  // namespace
 
-// Teardown calls are not checked: they may run after the CUDA context is gone, and a destructor
-// has nobody to report to.
 struct Gemm::Plan {
+  explicit Plan(PluginLog teardown_log) : log(std::move(teardown_log)) {}
+  ~Plan() {
+    TeardownFailures failures;
+    if (a) PTDP_TEARDOWN_CALL(failures, cublasLtMatrixLayoutDestroy(a));
+    if (b) PTDP_TEARDOWN_CALL(failures, cublasLtMatrixLayoutDestroy(b));
+    if (d) PTDP_TEARDOWN_CALL(failures, cublasLtMatrixLayoutDestroy(d));
+    if (desc) PTDP_TEARDOWN_CALL(failures, cublasLtMatmulDescDestroy(desc));
+    log.write_failures("kernels-fused: destroying a cuBLASLt plan", failures);
+  }
+  PluginLog log;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   cudaDataType_t bias_type = CUDA_R_16BF;
-  ~Plan() {
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-  }
 };
 
 size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
@@ -86,63 +89,65 @@ size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
   return h;
 }
 
-Gemm::Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes)
-    : stream_(stream), arena_(std::move(arena)), workspace_bytes_(workspace_bytes) {
-  PTDP_CUBLAS_CHECK(cublasLtCreate(&lt_));
-  PTDP_CUBLAS_CHECK(cublasCreate(&blas_));
-  PTDP_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+Gemm::Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, PluginLog log)
+    : stream_(stream), arena_(std::move(arena)), log_(std::move(log)), workspace_bytes_(workspace_bytes) {
+  PTDP_CALL(cublasLtCreate(&lt_));
+  PTDP_CALL(cublasCreate(&blas_));
+  PTDP_CALL(cublasSetStream(blas_, stream_));
   if (workspace_bytes_ > 0) {
     workspace_ = arena_->allocate(workspace_bytes_);
-    PTDP_CUBLAS_CHECK(cublasSetWorkspace(blas_, workspace_.get(), workspace_bytes_));
+    PTDP_CALL(cublasSetWorkspace(blas_, workspace_.get(), workspace_bytes_));
   }
 }
 
 Gemm::~Gemm() {
   plans_.clear();
-  if (blas_) cublasDestroy(blas_);
-  if (lt_) cublasLtDestroy(lt_);
+  TeardownFailures failures;
+  if (blas_) PTDP_TEARDOWN_CALL(failures, cublasDestroy(blas_));
+  if (lt_) PTDP_TEARDOWN_CALL(failures, cublasLtDestroy(lt_));
+  log_.write_failures("kernels-fused: destroying the cuBLAS handles", failures);
 }
 
 const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
 
-  auto plan = std::make_unique<Plan>();
-  PTDP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  auto plan = std::make_unique<Plan>(log_);
+  PTDP_CALL(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-  PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  PTDP_CALL(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+  PTDP_CALL(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
   const cublasLtEpilogue_t epilogue = lt_epilogue(key.epilogue);
-  PTDP_CUBLAS_CHECK(
+  PTDP_CALL(
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
   if (key.epilogue == Kind::GeluAuxBias || key.epilogue == Kind::DGeluBGrad) {
     // The aux matrix is m x n like D, packed: leading dimension m (divisible by 8, see
     // gelu_epilogue_fits).
     const int64_t aux_ld = key.m;
-    PTDP_CUBLAS_CHECK(
+    PTDP_CALL(
         cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
   }
   // Stored (column-major) shapes: A is m x k, or k x m when transposed; likewise B.
   const uint64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
   const uint64_t b_rows = key.trans_b ? key.n : key.k, b_cols = key.trans_b ? key.k : key.n;
-  PTDP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, a_rows, a_cols, key.lda));
-  PTDP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, b_rows, b_cols, key.ldb));
-  PTDP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, key.d_type, key.m, key.n, key.ldd));
+  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, a_rows, a_cols, key.lda));
+  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, b_rows, b_cols, key.ldb));
+  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->d, key.d_type, key.m, key.n, key.ldd));
 
   cublasLtMatmulPreference_t preference = nullptr;
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  PTDP_CALL(cublasLtMatmulPreferenceCreate(&preference));
   const uint64_t workspace = workspace_bytes_;
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &workspace, sizeof(workspace)));
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                         &key.align_a, sizeof(key.align_a)));
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                         &key.align_b, sizeof(key.align_b)));
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                         &key.align_d, sizeof(key.align_d)));
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                         &key.align_d, sizeof(key.align_d)));
+  PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                 &workspace, sizeof(workspace)));
+  PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                 &key.align_a, sizeof(key.align_a)));
+  PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                 &key.align_b, sizeof(key.align_b)));
+  PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                 &key.align_d, sizeof(key.align_d)));
+  PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                 &key.align_d, sizeof(key.align_d)));
   cublasLtMatmulHeuristicResult_t result{};
   int found_count = 0;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
@@ -155,18 +160,18 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   const std::vector<cudaDataType_t> candidates = bias_types(key.epilogue);
   if (candidates.empty()) found_algo = ask();
   for (cudaDataType_t type : candidates) {
-    PTDP_CUBLAS_CHECK(
+    PTDP_CALL(
         cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
     if ((found_algo = ask())) {
       plan->bias_type = type;
       break;
     }
   }
-  PTDP_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
+  PTDP_CALL(cublasLtMatmulPreferenceDestroy(preference));
   if (!found_algo)
     throw Error(std::string("kernels-fused: cuBLASLt has no algorithm for a GEMM of ") +
                 shape_text(key.m, key.n, key.k) + epilogue_text(key.epilogue) + ": " +
-                (status == CUBLAS_STATUS_SUCCESS ? "the heuristic returned none" : cublasGetStatusString(status)));
+                (status == CUBLAS_STATUS_SUCCESS ? std::string("the heuristic returned none") : status_text(status)));
   plan->algo = result.algo;
   auto [it, inserted] = plans_.emplace(key, std::move(plan));
   return *it->second;
@@ -181,7 +186,7 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
     // epilogue used here then leaves D and the bias gradient as they are (gelu'(x) * 0 = 0).
     if (epilogue.kind == Kind::GeluAuxBias) throw Error("kernels-fused: a GeLU GEMM with k = 0");
     const size_t element = d_type == CUDA_R_32F ? 4 : 2;
-    if (beta == 0.0f) PTDP_CUDA_CHECK(cudaMemset2DAsync(d, ldd * element, 0, m * element, n, stream_));
+    if (beta == 0.0f) PTDP_CALL(cudaMemset2DAsync(d, ldd * element, 0, m * element, n, stream_));
     return;
   }
   const bool aux = epilogue.aux != nullptr;
@@ -201,16 +206,16 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
   if (grads) scratch = arena_->allocate(size_t(sums) * (plan.bias_type == CUDA_R_32F ? 4 : 2));
   const void* bias = grads ? scratch.get() : bias_in;
   if (epilogue.kind != Kind::None)
-    PTDP_CUBLAS_CHECK(
+    PTDP_CALL(
         cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   if (aux) {
     const void* aux_pointer = epilogue.aux;
-    PTDP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                                     &aux_pointer, sizeof(aux_pointer)));
+    PTDP_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                             &aux_pointer, sizeof(aux_pointer)));
   }
   const float alpha = 1.0f;
-  PTDP_CUBLAS_CHECK(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
-                                   &plan.algo, workspace_.get(), workspace_bytes_, stream_));
+  PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
+                           &plan.algo, workspace_.get(), workspace_bytes_, stream_));
   if (grads) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
 }
 
@@ -264,7 +269,7 @@ void Gemm::batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
                    int64_t stride_c, int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
   const float alpha = 1.0f, beta = 0.0f;
-  PTDP_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  PTDP_CALL(cublasGemmStridedBatchedEx(
       blas_, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, int(m), int(n), int(k), &alpha,
       a, CUDA_R_16BF, int(lda), stride_a, b, CUDA_R_16BF, int(ldb), stride_b, &beta, c, CUDA_R_16BF, int(ldc),
       stride_c, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

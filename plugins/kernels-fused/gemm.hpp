@@ -14,6 +14,7 @@
 
 #include "arena.hpp"
 #include "kernel_context.hpp"
+#include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
 
@@ -36,7 +37,8 @@ class Gemm {
  public:
   using Epilogue = GemmEpilogue;
 
-  Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes);
+  // `log` hears of cuBLAS handles and plans that cannot be destroyed.
+  Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, PluginLog log = {});
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -91,6 +93,7 @@ class Gemm {
 
   cudaStream_t stream_;
   std::shared_ptr<DeviceArena> arena_;
+  PluginLog log_;
   cublasLtHandle_t lt_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   std::shared_ptr<void> workspace_;

@@ -1,6 +1,6 @@
 #include "grad_norm.hpp"
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 namespace {
@@ -46,7 +46,7 @@ __global__ void sum_partials_kernel(const double* __restrict__ partials, int cou
 void sum_of_squares(const void* metadata, size_t chunks_offset, int chunk_count, double* result,
                     const KernelContext& ctx) {
   if (chunk_count == 0) {
-    PTDP_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(double), ctx.stream));
+    PTDP_CALL(cudaMemsetAsync(result, 0, sizeof(double), ctx.stream));
     return;
   }
   const auto* tensors = static_cast<const SquareSumTensor*>(metadata);

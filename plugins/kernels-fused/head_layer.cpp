@@ -4,9 +4,9 @@
 #include <string>
 
 #include "cross_entropy.hpp"
-#include "cuda_check.hpp"
 #include "embedding_layer.hpp"
 #include "layer_norm.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 
@@ -48,7 +48,7 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   check_token_ids(targets, m.vocab, "head forward: targets");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
-  const KernelContext& k = backend_->kernels();
+  const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
 
@@ -56,8 +56,8 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   const bf16* x = in.as<const bf16>();
   if (save) {
     a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
-                                    backend_->stream()));
+    PTDP_CALL(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                              backend_->stream()));
     x = a->x.get();
   }
   a->xn = allocate_buffer<bf16>(arena, size_t(tokens * h));
@@ -74,8 +74,8 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   cross_entropy_row_stats(a->logits.get(), a->targets.get(), tokens, vocab_rows_, vocab_begin_, valid_cols_, stats, k);
   if (backend_->tp_size() > 1) {
     auto group_max = allocate_buffer<float>(arena, size_t(tokens));
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(group_max.get(), stats, size_t(tokens) * sizeof(float), cudaMemcpyDeviceToDevice,
-                                    backend_->stream()));
+    PTDP_CALL(cudaMemcpyAsync(group_max.get(), stats, size_t(tokens) * sizeof(float), cudaMemcpyDeviceToDevice,
+                              backend_->stream()));
     backend_->all_reduce(group_max.get(), DType::F32, tokens, ReduceOp::Max);
     cross_entropy_rescale(stats, group_max.get(), tokens, k);
     backend_->all_reduce(stats + tokens, DType::F32, 2 * tokens, ReduceOp::Sum);
@@ -90,7 +90,7 @@ void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head backward: din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
-  const KernelContext& k = backend_->kernels();
+  const KernelContext& k = backend_->kernel_context();
   Gemm& gemm = backend_->gemm();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
 
@@ -116,7 +116,7 @@ void FusedHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
   auto xn = allocate_buffer<bf16>(backend_->arena(), size_t(tokens * h));
   auto stats = allocate_buffer<float>(backend_->arena(), size_t(2 * tokens));
   layer_norm_forward(in.as<const bf16>(), ln_weight_->master(), ln_bias_->master(), xn.get(), stats.get(),
-                     stats.get() + tokens, tokens, h, m.layernorm_eps, backend_->kernels());
+                     stats.get() + tokens, tokens, h, m.layernorm_eps, backend_->kernel_context());
   // fp32 straight from the GEMM's accumulator: sampling compares logits, bf16 would tie many.
   // Column-major: logits^T[V/t, tokens] = word(h x V/t as stored)^T * xn^T(h x tokens).
   backend_->gemm().matmul(true, false, vocab_rows_, tokens, h, word_->working(), h, xn.get(), h, logits.as<float>(),

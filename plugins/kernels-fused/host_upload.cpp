@@ -3,32 +3,32 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 
 HostUpload::~HostUpload() {
+  TeardownFailures failures;
   for (Buffer& b : buffers_) {
-    (void)cudaEventSynchronize(b.done);
-    (void)cudaEventDestroy(b.done);
-    (void)cudaFreeHost(b.host);
+    PTDP_TEARDOWN_CALL(failures, cudaEventSynchronize(b.done));
+    PTDP_TEARDOWN_CALL(failures, cudaEventDestroy(b.done));
+    PTDP_TEARDOWN_CALL(failures, cudaFreeHost(b.host));
   }
+  log_.write_failures("kernels-fused: releasing the pinned upload buffers", failures);
 }
 
 HostUpload::Buffer& HostUpload::free_buffer(size_t bytes) {
   for (size_t i = 0; i < buffers_.size(); ++i) {
     Buffer& b = buffers_[(next_ + i) % buffers_.size()];
     if (b.capacity < bytes) continue;
-    const cudaError_t status = cudaEventQuery(b.done);
-    if (status == cudaErrorNotReady) continue;
-    PTDP_CUDA_CHECK(status);
+    if (!PTDP_CUDA_QUERY(cudaEventQuery(b.done))) continue;
     next_ = (next_ + i + 1) % buffers_.size();
     return b;
   }
   Buffer b;
   b.capacity = std::max<size_t>(bytes, 65536);
-  PTDP_CUDA_CHECK(cudaMallocHost(&b.host, b.capacity));
-  PTDP_CUDA_CHECK(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming));
+  PTDP_CALL(cudaMallocHost(&b.host, b.capacity));
+  PTDP_CALL(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming));
   buffers_.push_back(b);
   return buffers_.back();
 }
@@ -37,8 +37,8 @@ void HostUpload::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   Buffer& b = free_buffer(bytes);
   std::memcpy(b.host, src, bytes);
-  PTDP_CUDA_CHECK(cudaMemcpyAsync(dst, b.host, bytes, cudaMemcpyHostToDevice, stream_));
-  PTDP_CUDA_CHECK(cudaEventRecord(b.done, stream_));
+  PTDP_CALL(cudaMemcpyAsync(dst, b.host, bytes, cudaMemcpyHostToDevice, stream_));
+  PTDP_CALL(cudaEventRecord(b.done, stream_));
 }
 
 }  // namespace ptdp::fused

@@ -9,11 +9,14 @@
 #include <cstddef>
 #include <vector>
 
+#include "ptdp/plugin_log.hpp"
+
 namespace ptdp::fused {
 
 class HostUpload {
  public:
-  explicit HostUpload(cudaStream_t stream) : stream_(stream) {}
+  // `log` hears of pinned buffers that cannot be released when the uploader goes.
+  explicit HostUpload(cudaStream_t stream, PluginLog log = {}) : stream_(stream), log_(std::move(log)) {}
   ~HostUpload();
   HostUpload(const HostUpload&) = delete;
   HostUpload& operator=(const HostUpload&) = delete;
@@ -31,6 +34,7 @@ class HostUpload {
   Buffer& free_buffer(size_t bytes);
 
   cudaStream_t stream_;
+  PluginLog log_;
   std::vector<Buffer> buffers_;
   size_t next_ = 0;
 };

@@ -1,46 +1,24 @@
-// kernels-fused: the LayerKernels backend in CUDA C++ (bf16 activations and weights, fp32 master
-// weights, gradients and Adam state) and the plugin's entry point.
+// kernels-fused's LayerKernels: bind() and the calls outside the layers (memory, copies, the
+// optimizer step); the layers are in embedding_layer, transformer_block and head_layer.
+#include "kernels_fused.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "adam.hpp"
-#include "backend.hpp"
-#include "cuda_check.hpp"
 #include "embedding_layer.hpp"
 #include "flash_attention.hpp"
 #include "grad_norm.hpp"
 #include "head_layer.hpp"
-#include "ptdp/plugin.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 #include "transformer_block.hpp"
 #include "working_copy.hpp"
 #include "zero_fill.hpp"
 
 namespace ptdp::fused {
 namespace {
-
-#if PTDP_HAVE_CUDNN_FRONTEND
-#define PTDP_FUSED_DEFAULT_ATTENTION "\"flash\""
-#else
-#define PTDP_FUSED_DEFAULT_ATTENTION "\"unfused\""
-#endif
-
-const ConfigKeySpec kSchema[] = {
-    {"attention", ConfigType::String, PTDP_FUSED_DEFAULT_ATTENTION, 0, 0, "flash|unfused",
-     "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
-     "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
-    {"gemm_workspace_mb", ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
-    // Off by default: on the H200 the 1.3B step took 5% longer with it (BENCHMARKS.md, 2026-12-01).
-    {"gelu_epilogue", ConfigType::Bool, "false", 0, 0, nullptr,
-     "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU + FC1's bias gradient in the "
-     "FC2 input-gradient GEMM's (DGELU_BGRAD); false: the fused bias + GeLU kernels"},
-    {"bias_grad_epilogue", ConfigType::Bool, "true", 0, 0, nullptr,
-     "the QKV bias gradient summed in the QKV weight-gradient GEMM's epilogue (BGRADB); false: a column-sum kernel"},
-    {"fused_layer_norm_backward", ConfigType::Bool, "true", 0, 0, nullptr,
-     "LayerNorm's backward in one cooperative launch that reads its inputs once; false: column sums and the input "
-     "gradient in separate launches"},
-};
 
 std::string check_model(const KernelsBinding& b) {
   const ModelSpec& m = b.model;
@@ -76,244 +54,239 @@ std::string check_model(const KernelsBinding& b) {
   return "";
 }
 
-class KernelsFused final : public LayerKernels {
- public:
-  explicit KernelsFused(const PluginContext& context) : context_(context) {
-    if (context.config) {
-      const std::string attention = context.config->get_string("attention");
-      if (attention == "flash") options_.attention = AttentionPath::Flash;
-      else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
-      else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
-      options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
-      options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
-      options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
-      options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
-    } else {
-      options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
-    }
-    if (options_.attention == AttentionPath::Flash) require_flash_attention_built();
-  }
-
-  void bind(const KernelsBinding& binding) override {
-    if (backend_) throw Error("kernels-fused: bind() was already called");
-    const std::string problem = check_model(binding);
-    if (!problem.empty()) throw Error("kernels-fused: cannot bind: " + problem);
-    int devices = 0;
-    PTDP_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    if (binding.device_index < 0 || binding.device_index >= devices)
-      throw Error("kernels-fused: device_index " + std::to_string(binding.device_index) + " but this process sees " +
-                  std::to_string(devices) + " CUDA device(s)");
-    device_index_ = binding.device_index;
-    backend_ = std::make_shared<Backend>(binding, options_);
-    context_.write_log(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
-                                           backend_->attention().name() + ", GeLU epilogue " +
-                                           (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
-                                           (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
-                                           (options_.fused_layer_norm_backward ? "on" : "off") + ", tensor-parallel rank " +
-                                           std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
-  }
-
-  Device device() const override { return Device{MemoryKind::Cuda, device_index_}; }
-  int device_count() const override {
-    int devices = 0;
-    // No device: 0 rather than an error, so the core can say what it needs in its own words.
-    return cudaGetDeviceCount(&devices) == cudaSuccess ? devices : 0;
-  }
-  DType activation_dtype() const override { return DType::BF16; }
-
-  std::shared_ptr<EmbeddingLayer> make_embedding() override { return std::make_shared<FusedEmbedding>(bound()); }
-
-  std::shared_ptr<TransformerBlock> make_block(int layer_index) override {
-    auto& b = bound();
-    if (layer_index < 0 || layer_index >= b->model().layers)
-      throw Error("kernels-fused: make_block(" + std::to_string(layer_index) + "): the model has " +
-                  std::to_string(b->model().layers) + " layers");
-    return std::make_shared<FusedTransformerBlock>(b, layer_index);
-  }
-
-  std::shared_ptr<HeadLayer> make_head(EmbeddingLayer* tied) override {
-    auto& b = bound();
-    std::shared_ptr<Parameter> word;
-    if (tied) {
-      auto* embedding = dynamic_cast<FusedEmbedding*>(tied);
-      if (!embedding || embedding->backend() != b.get())
-        throw Error("kernels-fused: make_head: the tied embedding layer was not made by this kernels-fused instance");
-      word = embedding->word();
-    }
-    return std::make_shared<FusedHead>(b, std::move(word));
-  }
-
-  OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) override {
-    auto& b = bound();
-    for (int64_t d : shape)
-      if (d < 0) throw Error("kernels-fused: allocate " + shape_string(shape) + ": negative dimension");
-    OwnedTensor t;
-    t.view = b->device_tensor(nullptr, dtype, shape);
-    b->activate();
-    t.storage = b->arena().allocate(t.view.bytes());
-    t.view.data = t.storage.get();
-    zero_fill(t.view.data, t.view.bytes(), b->kernels());
-    return t;
-  }
-
-  void copy_from_host(Tensor dst, const void* src) override {
-    auto& b = bound();
-    expect_device(dst, "copy_from_host: dst");
-    b->activate();
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, b->stream()));
-    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-  }
-
-  void copy_to_host(void* dst, const Tensor& src) override {
-    auto& b = bound();
-    expect_device(src, "copy_to_host: src");
-    b->activate();
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, b->stream()));
-    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-  }
-
-  void copy(Tensor dst, const Tensor& src) override {
-    auto& b = bound();
-    if (dst.dtype != src.dtype || dst.numel() != src.numel())
-      throw Error("kernels-fused: copy from " + std::string(dtype_name(src.dtype)) + " " + shape_string(src.shape) +
-                  " to " + dtype_name(dst.dtype) + " " + shape_string(dst.shape) + ": dtype or size differ");
-    b->activate();
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDefault, b->stream()));
-    if (dst.device.kind == MemoryKind::Host || src.device.kind == MemoryKind::Host)
-      PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-  }
-
-  void fill_zero(Tensor t) override {
-    auto& b = bound();
-    if (t.device.kind == MemoryKind::Host) {
-      PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-      std::memset(t.data, 0, t.bytes());
-      return;
-    }
-    b->activate();
-    zero_fill(t.data, t.bytes(), b->kernels());
-  }
-
-  double sum_squares(const std::vector<Tensor>& tensors) override {
-    auto& b = bound();
-    std::vector<SquareSumTensor> list;
-    for (const Tensor& t : tensors) {
-      if (t.dtype != DType::F32) throw Error("kernels-fused: sum_squares takes f32 tensors, got " +
-                                             std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
-      expect_device(t, "sum_squares: tensor");
-      if (t.numel() > 0) list.push_back(SquareSumTensor{t.as<const float>(), t.numel()});
-    }
-    b->activate();
-    const MultiTensorMetadata meta = pack_multi_tensor(list);
-    const void* device_meta = meta.chunk_count ? b->metadata().device_copy(meta.bytes) : nullptr;
-    auto result = allocate_buffer<double>(b->arena(), 1);
-    sum_of_squares(device_meta, meta.chunks_offset, meta.chunk_count, result.get(), b->kernels());
-    double host = 0.0;
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(&host, result.get(), sizeof(double), cudaMemcpyDeviceToHost, b->stream()));
-    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-    return host;
-  }
-
-  void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override {
-    auto& b = bound();
-    if (step.step < 1) throw Error("kernels-fused: adam_step: step " + std::to_string(step.step) + " must be >= 1");
-    std::vector<AdamTensor> list;
-    for (const ParamRef& p : params) {
-      for (const Tensor* t : {&p.master, &p.grad, &p.exp_avg, &p.exp_avg_sq}) {
-        if (t->dtype != DType::F32 || t->numel() != p.master.numel())
-          throw Error("kernels-fused: adam_step: parameter " + p.name + " needs f32 master, grad and moments of " +
-                      std::to_string(p.master.numel()) + " elements");
-        expect_device(*t, "adam_step: parameter " + p.name);
-      }
-      if (p.master.numel() == 0) continue;
-      // An entry may be a range of a parameter (a distributed optimizer's shard): its working
-      // copy is the same range of the parameter's.
-      auto owner = b->parameter_holding(p.master.data);
-      bf16* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
-      list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
-                                p.exp_avg_sq.as<float>(), working, p.master.numel(),
-                                p.weight_decay ? step.weight_decay : 0.0f});
-    }
-    if (list.empty()) return;
-    AdamHyper hyper;
-    hyper.lr = step.lr;
-    hyper.beta1 = step.beta1;
-    hyper.beta2 = step.beta2;
-    hyper.eps = step.eps;
-    hyper.grad_scale = step.grad_scale;
-    hyper.bias_correction1 = float(1.0 - std::pow(double(step.beta1), double(step.step)));
-    hyper.bias_correction2 = float(1.0 - std::pow(double(step.beta2), double(step.step)));
-    b->activate();
-    const MultiTensorMetadata meta = pack_multi_tensor(list);
-    ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,
-                             b->kernels());
-  }
-
-  void place_parameters(const std::vector<ParamRef>& params) override {
-    auto& b = bound();
-    const auto live = b->parameters();
-    std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
-    for (const ParamRef& p : params) {
-      // The list names parameters as parameters() gave them; each is found by name.
-      std::shared_ptr<Parameter> owner;
-      for (const auto& candidate : live)
-        if (candidate->spec().name == p.name) {
-          if (owner) throw Error("kernels-fused: place_parameters: two parameters are named '" + p.name + "'");
-          owner = candidate;
-        }
-      if (!owner) throw Error("kernels-fused: place_parameters: no parameter named '" + p.name + "'");
-      b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " master");
-      b->expect(p.grad, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " grad");
-      found.emplace_back(owner, &p);
-    }
-    b->activate();
-    for (auto& [owner, p] : found) b->place(owner, p->master.as<float>(), p->grad.as<float>());
-    // The parameters' own blocks would otherwise stay cached in the arena, holding device memory
-    // that nothing of this size asks for again.
-    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-    b->arena().release_cached();
-  }
-
-  void params_updated() override {
-    auto& b = bound();
-    std::vector<CastTensor> list;
-    for (const auto& p : b->parameters())
-      if (p->working() && p->numel() > 0) list.push_back(CastTensor{p->master(), p->working(), p->numel()});
-    if (list.empty()) return;
-    b->activate();
-    const MultiTensorMetadata meta = pack_multi_tensor(list);
-    refresh_working_copies(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, b->kernels());
-  }
-
-  void synchronize() override {
-    auto& b = bound();
-    b->activate();
-    PTDP_CUDA_CHECK(cudaStreamSynchronize(b->stream()));
-  }
-
-  void* stream() override { return bound()->stream(); }
-
- private:
-  std::shared_ptr<Backend>& bound() {
-    if (!backend_) throw Error("kernels-fused: bind() must be called before anything else");
-    return backend_;
-  }
-
-  void expect_device(const Tensor& t, const std::string& what) const {
-    if (t.device.kind != MemoryKind::Cuda || t.device.index != device_index_ || (t.data == nullptr && t.numel() > 0))
-      throw Error("kernels-fused: " + what + " must be memory of CUDA device " + std::to_string(device_index_) +
-                  ", got " + (t.device.kind == MemoryKind::Host ? std::string("host memory")
-                                                                : "CUDA device " + std::to_string(t.device.index)));
-  }
-
-  PluginContext context_;
-  BackendOptions options_;
-  int device_index_ = 0;
-  std::shared_ptr<Backend> backend_;
-};
-
 }  // namespace
-}  // namespace ptdp::fused
 
-PTDP_PLUGIN(::ptdp::PluginKind::LayerKernels, ::ptdp::LayerKernels, ::ptdp::fused::KernelsFused, "kernels-fused",
-            "0.1.0", ::ptdp::fused::kSchema)
+KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
+  if (context.config) {
+    const std::string attention = context.config->get_string("attention");
+    if (attention == "flash") options_.attention = AttentionPath::Flash;
+    else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
+    else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
+    options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
+    options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
+    options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
+    options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
+  } else {
+    options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
+  }
+  if (options_.attention == AttentionPath::Flash) require_flash_attention_built();
+}
+
+KernelsFused::~KernelsFused() {
+  // The backend goes now unless a layer still holds it; either way its teardown failures reach the
+  // host's log only while this object lives.
+  backend_.reset();
+  log_.close();
+}
+
+void KernelsFused::bind(const KernelsBinding& binding) {
+  if (backend_) throw Error("kernels-fused: bind() was already called");
+  const std::string problem = check_model(binding);
+  if (!problem.empty()) throw Error("kernels-fused: cannot bind: " + problem);
+  int devices = 0;
+  PTDP_CALL(cudaGetDeviceCount(&devices));
+  if (binding.device_index < 0 || binding.device_index >= devices)
+    throw Error("kernels-fused: device_index " + std::to_string(binding.device_index) + " but this process sees " +
+                std::to_string(devices) + " CUDA device(s)");
+  device_index_ = binding.device_index;
+  backend_ = std::make_shared<Backend>(binding, options_, log_);
+  log_.write(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
+                                 backend_->attention().name() + ", GeLU epilogue " +
+                                 (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
+                                 (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
+                                 (options_.fused_layer_norm_backward ? "on" : "off") + ", tensor-parallel rank " +
+                                 std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
+}
+
+int KernelsFused::device_count() const {
+  int devices = 0;
+  // No device: 0 rather than an error, so the core can say what it needs in its own words.
+  return cudaGetDeviceCount(&devices) == cudaSuccess ? devices : 0;
+}
+
+std::shared_ptr<EmbeddingLayer> KernelsFused::make_embedding() { return std::make_shared<FusedEmbedding>(bound()); }
+
+std::shared_ptr<TransformerBlock> KernelsFused::make_block(int layer_index) {
+  auto& b = bound();
+  if (layer_index < 0 || layer_index >= b->model().layers)
+    throw Error("kernels-fused: make_block(" + std::to_string(layer_index) + "): the model has " +
+                std::to_string(b->model().layers) + " layers");
+  return std::make_shared<FusedTransformerBlock>(b, layer_index);
+}
+
+std::shared_ptr<HeadLayer> KernelsFused::make_head(EmbeddingLayer* tied) {
+  auto& b = bound();
+  std::shared_ptr<Parameter> word;
+  if (tied) {
+    auto* embedding = dynamic_cast<FusedEmbedding*>(tied);
+    if (!embedding || embedding->backend() != b.get())
+      throw Error("kernels-fused: make_head: the tied embedding layer was not made by this kernels-fused instance");
+    word = embedding->word();
+  }
+  return std::make_shared<FusedHead>(b, std::move(word));
+}
+
+OwnedTensor KernelsFused::allocate(const std::vector<int64_t>& shape, DType dtype) {
+  auto& b = bound();
+  for (int64_t d : shape)
+    if (d < 0) throw Error("kernels-fused: allocate " + shape_string(shape) + ": negative dimension");
+  OwnedTensor t;
+  t.view = b->device_tensor(nullptr, dtype, shape);
+  b->activate();
+  t.storage = b->arena().allocate(t.view.bytes());
+  t.view.data = t.storage.get();
+  zero_fill(t.view.data, t.view.bytes(), b->kernel_context());
+  return t;
+}
+
+void KernelsFused::copy_from_host(Tensor dst, const void* src) {
+  auto& b = bound();
+  expect_device(dst, "copy_from_host: dst");
+  b->activate();
+  PTDP_CALL(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, b->stream()));
+  PTDP_CALL(cudaStreamSynchronize(b->stream()));
+}
+
+void KernelsFused::copy_to_host(void* dst, const Tensor& src) {
+  auto& b = bound();
+  expect_device(src, "copy_to_host: src");
+  b->activate();
+  PTDP_CALL(cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, b->stream()));
+  PTDP_CALL(cudaStreamSynchronize(b->stream()));
+}
+
+void KernelsFused::copy(Tensor dst, const Tensor& src) {
+  auto& b = bound();
+  if (dst.dtype != src.dtype || dst.numel() != src.numel())
+    throw Error("kernels-fused: copy from " + std::string(dtype_name(src.dtype)) + " " + shape_string(src.shape) +
+                " to " + dtype_name(dst.dtype) + " " + shape_string(dst.shape) + ": dtype or size differ");
+  b->activate();
+  PTDP_CALL(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDefault, b->stream()));
+  if (dst.device.kind == MemoryKind::Host || src.device.kind == MemoryKind::Host)
+    PTDP_CALL(cudaStreamSynchronize(b->stream()));
+}
+
+void KernelsFused::fill_zero(Tensor t) {
+  auto& b = bound();
+  if (t.device.kind == MemoryKind::Host) {
+    PTDP_CALL(cudaStreamSynchronize(b->stream()));
+    std::memset(t.data, 0, t.bytes());
+    return;
+  }
+  b->activate();
+  zero_fill(t.data, t.bytes(), b->kernel_context());
+}
+
+double KernelsFused::sum_squares(const std::vector<Tensor>& tensors) {
+  auto& b = bound();
+  std::vector<SquareSumTensor> list;
+  for (const Tensor& t : tensors) {
+    if (t.dtype != DType::F32) throw Error("kernels-fused: sum_squares takes f32 tensors, got " +
+                                           std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
+    expect_device(t, "sum_squares: tensor");
+    if (t.numel() > 0) list.push_back(SquareSumTensor{t.as<const float>(), t.numel()});
+  }
+  b->activate();
+  const MultiTensorMetadata meta = pack_multi_tensor(list);
+  const void* device_meta = meta.chunk_count ? b->metadata().device_copy(meta.bytes) : nullptr;
+  auto result = allocate_buffer<double>(b->arena(), 1);
+  sum_of_squares(device_meta, meta.chunks_offset, meta.chunk_count, result.get(), b->kernel_context());
+  double host = 0.0;
+  PTDP_CALL(cudaMemcpyAsync(&host, result.get(), sizeof(double), cudaMemcpyDeviceToHost, b->stream()));
+  PTDP_CALL(cudaStreamSynchronize(b->stream()));
+  return host;
+}
+
+void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep& step) {
+  auto& b = bound();
+  if (step.step < 1) throw Error("kernels-fused: adam_step: step " + std::to_string(step.step) + " must be >= 1");
+  std::vector<AdamTensor> list;
+  for (const ParamRef& p : params) {
+    for (const Tensor* t : {&p.master, &p.grad, &p.exp_avg, &p.exp_avg_sq}) {
+      if (t->dtype != DType::F32 || t->numel() != p.master.numel())
+        throw Error("kernels-fused: adam_step: parameter " + p.name + " needs f32 master, grad and moments of " +
+                    std::to_string(p.master.numel()) + " elements");
+      expect_device(*t, "adam_step: parameter " + p.name);
+    }
+    if (p.master.numel() == 0) continue;
+    // An entry may be a range of a parameter (a distributed optimizer's shard): its working
+    // copy is the same range of the parameter's.
+    auto owner = b->parameter_holding(p.master.data);
+    bf16* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
+    list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
+                              p.exp_avg_sq.as<float>(), working, p.master.numel(),
+                              p.weight_decay ? step.weight_decay : 0.0f});
+  }
+  if (list.empty()) return;
+  AdamHyper hyper;
+  hyper.lr = step.lr;
+  hyper.beta1 = step.beta1;
+  hyper.beta2 = step.beta2;
+  hyper.eps = step.eps;
+  hyper.grad_scale = step.grad_scale;
+  hyper.bias_correction1 = float(1.0 - std::pow(double(step.beta1), double(step.step)));
+  hyper.bias_correction2 = float(1.0 - std::pow(double(step.beta2), double(step.step)));
+  b->activate();
+  const MultiTensorMetadata meta = pack_multi_tensor(list);
+  ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,
+                           b->kernel_context());
+}
+
+void KernelsFused::place_parameters(const std::vector<ParamRef>& params) {
+  auto& b = bound();
+  const auto live = b->parameters();
+  std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
+  for (const ParamRef& p : params) {
+    // The list names parameters as parameters() gave them; each is found by name.
+    std::shared_ptr<Parameter> owner;
+    for (const auto& candidate : live)
+      if (candidate->spec().name == p.name) {
+        if (owner) throw Error("kernels-fused: place_parameters: two parameters are named '" + p.name + "'");
+        owner = candidate;
+      }
+    if (!owner) throw Error("kernels-fused: place_parameters: no parameter named '" + p.name + "'");
+    b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " master");
+    b->expect(p.grad, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " grad");
+    found.emplace_back(owner, &p);
+  }
+  b->activate();
+  for (auto& [owner, p] : found) b->place(owner, p->master.as<float>(), p->grad.as<float>());
+  // The parameters' own blocks would otherwise stay cached in the arena, holding device memory
+  // that nothing of this size asks for again.
+  PTDP_CALL(cudaStreamSynchronize(b->stream()));
+  b->arena().release_cached();
+}
+
+void KernelsFused::params_updated() {
+  auto& b = bound();
+  std::vector<CastTensor> list;
+  for (const auto& p : b->parameters())
+    if (p->working() && p->numel() > 0) list.push_back(CastTensor{p->master(), p->working(), p->numel()});
+  if (list.empty()) return;
+  b->activate();
+  const MultiTensorMetadata meta = pack_multi_tensor(list);
+  refresh_working_copies(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count,
+                         b->kernel_context());
+}
+
+void KernelsFused::synchronize() {
+  auto& b = bound();
+  b->activate();
+  PTDP_CALL(cudaStreamSynchronize(b->stream()));
+}
+
+void* KernelsFused::stream() { return bound()->stream(); }
+
+std::shared_ptr<Backend>& KernelsFused::bound() {
+  if (!backend_) throw Error("kernels-fused: bind() must be called before anything else");
+  return backend_;
+}
+
+void KernelsFused::expect_device(const Tensor& t, const std::string& what) const {
+  if (t.device.kind != MemoryKind::Cuda || t.device.index != device_index_ || (t.data == nullptr && t.numel() > 0))
+    throw Error("kernels-fused: " + what + " must be memory of CUDA device " + std::to_string(device_index_) +
+                ", got " + (t.device.kind == MemoryKind::Host ? std::string("host memory")
+                                                              : "CUDA device " + std::to_string(t.device.index)));
+}
+
+}  // namespace ptdp::fused

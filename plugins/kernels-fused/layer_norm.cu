@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "column_reduce.hpp"
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 #include "vec.cuh"
 
 namespace ptdp::fused {
@@ -227,9 +227,9 @@ bool launch_fused_backward(const bf16* dy, const bf16* x, const float* gamma, co
   const int threads = int(std::min<int64_t>(1024, (vectors + GROUPS - 1) / GROUPS + 31) / 32 * 32);
   auto kernel = layer_norm_backward_fused_kernel<VEC, GROUPS>;
   int device = 0, cooperative = 0, per_sm = 0;
-  PTDP_CUDA_CHECK(cudaGetDevice(&device));
-  PTDP_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  PTDP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  PTDP_CALL(cudaGetDevice(&device));
+  PTDP_CALL(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  PTDP_CALL(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
   if (!cooperative || per_sm < 1) return false;
   // Every block must be resident for the barrier; a few per multiprocessor hide the latency of
   // the per-row sums, more would only add partial sums to add up.
@@ -237,8 +237,8 @@ bool launch_fused_backward(const bf16* dy, const bf16* x, const float* gamma, co
   auto partials = allocate_buffer<float>(*ctx.arena, size_t(2) * size_t(blocks) * size_t(cols));
   float* partial_sums = partials.get();
   void* args[] = {&dy, &x, &gamma, &mean, &rstd, &residual_grad, &dx, &dgamma, &dbeta, &rows, &cols, &partial_sums};
-  PTDP_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(unsigned(blocks)),
-                                              dim3(unsigned(threads)), args, 0, ctx.stream));
+  PTDP_CALL(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(unsigned(blocks)),
+                                        dim3(unsigned(threads)), args, 0, ctx.stream));
   return true;
 }
 

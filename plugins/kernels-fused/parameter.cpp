@@ -1,6 +1,6 @@
 #include "parameter.hpp"
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 
@@ -11,12 +11,12 @@ Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, 
   stride_ = (numel_ + 63) / 64 * 64;
   // Moments start at zero and so does the master until the core initializes it.
   state_ = arena.allocate(size_t(4) * stride_ * sizeof(float));
-  PTDP_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, size_t(4) * stride_ * sizeof(float), stream));
+  PTDP_CALL(cudaMemsetAsync(state_.get(), 0, size_t(4) * stride_ * sizeof(float), stream));
   master_ = base();
   grad_ = base() + stride_;
   if (spec_.working_copy) {
     working_ = arena.allocate(size_t(numel_) * sizeof(bf16));
-    PTDP_CUDA_CHECK(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(bf16), stream));
+    PTDP_CALL(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(bf16), stream));
   }
 }
 
@@ -45,7 +45,7 @@ ParamRef Parameter::ref() const {
 }
 
 void Parameter::place(float* master, float* grad, cudaStream_t stream) {
-  PTDP_CUDA_CHECK(cudaMemcpyAsync(master, master_, size_t(numel_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  PTDP_CALL(cudaMemcpyAsync(master, master_, size_t(numel_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   master_ = master;
   grad_ = grad;
   // Released once the copy above has read it: the arena's next user of the block queues behind it.

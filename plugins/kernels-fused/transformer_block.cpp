@@ -5,8 +5,8 @@
 #include "bias_dropout_add.hpp"
 #include "bias_gelu.hpp"
 #include "column_reduce.hpp"
-#include "cuda_check.hpp"
 #include "layer_norm.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 
@@ -68,7 +68,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "out");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
-  const KernelContext& k = backend_->kernels();
+  const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   Gemm& gemm = backend_->gemm();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
@@ -78,8 +78,8 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   if (save) {
     // The caller may overwrite `in` once this returns; backward needs it.
     a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
-    PTDP_CUDA_CHECK(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
-                                    backend_->stream()));
+    PTDP_CALL(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                              backend_->stream()));
     x = a->x.get();
   }
   a->ln1 = allocate_buffer<bf16>(arena, size_t(tokens * h));
@@ -131,7 +131,7 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
-  const KernelContext& k = backend_->kernels();
+  const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   Gemm& gemm = backend_->gemm();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;

@@ -1,6 +1,6 @@
 #include "working_copy.hpp"
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 

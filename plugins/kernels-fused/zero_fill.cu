@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda_check.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
 

@@ -13,25 +13,17 @@
 #include <utility>
 #include <vector>
 
+#include <ptdp/checked_call_cuda.hpp>
+#include <ptdp/checked_call_cupti.hpp>
 #include <ptdp/device_profiler.hpp>
 #include <ptdp/error.hpp>
+#include <ptdp/plugin_log.hpp>
 
 #include "device_peaks.hpp"
 #include "nvml_sampler.hpp"
 
 namespace ptdp::cupti {
 namespace {
-
-void check(CUptiResult result, const char* what) {
-  if (result == CUPTI_SUCCESS) return;
-  const char* text = nullptr;
-  cuptiGetResultString(result, &text);
-  throw Error(std::string("--profile: CUPTI ") + what + " failed: " + (text ? text : "unknown error"));
-}
-
-void check(cudaError_t result, const char* what) {
-  if (result != cudaSuccess) throw Error(std::string("--profile: ") + what + " failed: " + cudaGetErrorString(result));
-}
 
 uint64_t CUPTIAPI steady_ns() {
   return static_cast<uint64_t>(
@@ -137,9 +129,9 @@ class CuptiProfiler final : public DeviceProfiler {
       records().device = static_cast<uint32_t>(device_index);
     }
     cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, device_index), "cudaGetDeviceProperties");
+    PTDP_CALL(cudaGetDeviceProperties(&prop, device_index));
     char bus[64] = {};
-    check(cudaDeviceGetPCIBusId(bus, sizeof bus, device_index), "cudaDeviceGetPCIBusId");
+    PTDP_CALL(cudaDeviceGetPCIBusId(bus, sizeof bus, device_index));
     nvml_ = std::make_unique<NvmlSampler>(bus);
     peaks_.device = prop.name;
     const DatasheetPeaks sheet = datasheet_peaks(prop.name);
@@ -152,16 +144,19 @@ class CuptiProfiler final : public DeviceProfiler {
     // CUPTI refuses the callback, its own clock, moved by the difference between the two.
     if (cuptiActivityRegisterTimestampCallback(steady_ns) != CUPTI_SUCCESS) {
       uint64_t cupti_ns = 0;
-      check(cuptiGetTimestamp(&cupti_ns), "cuptiGetTimestamp");
+      PTDP_CALL(cuptiGetTimestamp(&cupti_ns));
       records().offset_ns = static_cast<int64_t>(steady_ns()) - static_cast<int64_t>(cupti_ns);
     }
-    check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
+    PTDP_CALL(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   }
 
   ~CuptiProfiler() override {
     if (recording_) {
-      for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
-      cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      TeardownFailures failures;
+      for (CUpti_ActivityKind kind : kKinds) PTDP_TEARDOWN_CALL(failures, cuptiActivityDisable(kind));
+      PTDP_TEARDOWN_CALL(failures, cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+      // The profiler has no host log: standard error.
+      PluginLog().write_failures("--profile: stopping the recording", failures);
     }
     std::lock_guard lock(records().mutex);
     records().taken = false;
@@ -169,7 +164,7 @@ class CuptiProfiler final : public DeviceProfiler {
 
   void start() override {
     if (recording_) return;
-    for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+    for (CUpti_ActivityKind kind : kKinds) PTDP_CALL(cuptiActivityEnable(kind));
     nvml_->start();
     recording_ = true;
   }
@@ -179,8 +174,8 @@ class CuptiProfiler final : public DeviceProfiler {
     nvml_->stop();
     // The caller waited for the device, so every record is complete; forcing hands over the
     // buffers that are not full yet.
-    check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
-    for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityDisable(kind), "cuptiActivityDisable");
+    PTDP_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    for (CUpti_ActivityKind kind : kKinds) PTDP_CALL(cuptiActivityDisable(kind));
     recording_ = false;
   }
 

@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <string>
 #include <type_traits>
 #include <utility>
+
+#include <ptdp/plugin_log.hpp>
 
 namespace ptdp::cupti {
 
@@ -58,7 +61,12 @@ NvmlSampler::NvmlSampler(const std::string& pci_bus_id) : api_(std::make_unique<
 
 NvmlSampler::~NvmlSampler() {
   stop();
-  if (api_->shutdown && device_) api_->shutdown();
+  if (!api_->shutdown || !device_) return;
+  // NVML is opened at run time, without its header: its results are plain numbers. The profiler
+  // has no host log: standard error.
+  const int result = api_->shutdown();
+  if (result != kNvmlSuccess)
+    PluginLog().write(LogLevel::Warn, "--profile: nvmlShutdown failed: NVML result " + std::to_string(result));
 }
 
 void NvmlSampler::start() {

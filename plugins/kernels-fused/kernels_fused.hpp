@@ -1,0 +1,55 @@
+#pragma once
+// KernelsFused: the LayerKernels backend in CUDA C++ (bf16 activations and weights, fp32 master
+// weights, gradients and Adam state). Until bind() it only knows its options; bind() makes the
+// Backend that the layers it hands out share.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "ptdp/layer_kernels.hpp"
+#include "ptdp/plugin.hpp"
+#include "ptdp/plugin_log.hpp"
+
+namespace ptdp::fused {
+
+class KernelsFused final : public LayerKernels {
+ public:
+  // Reads the options of plugin_entry.cpp's schema; without a configuration, their defaults.
+  explicit KernelsFused(const PluginContext& context);
+  ~KernelsFused() override;
+  KernelsFused(const KernelsFused&) = delete;
+  KernelsFused& operator=(const KernelsFused&) = delete;
+
+  void bind(const KernelsBinding& binding) override;
+  Device device() const override { return Device{MemoryKind::Cuda, device_index_}; }
+  int device_count() const override;
+  DType activation_dtype() const override { return DType::BF16; }
+
+  std::shared_ptr<EmbeddingLayer> make_embedding() override;
+  std::shared_ptr<TransformerBlock> make_block(int layer_index) override;
+  std::shared_ptr<HeadLayer> make_head(EmbeddingLayer* tied) override;
+
+  OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) override;
+  void copy_from_host(Tensor dst, const void* src) override;
+  void copy_to_host(void* dst, const Tensor& src) override;
+  void copy(Tensor dst, const Tensor& src) override;
+  void fill_zero(Tensor t) override;
+  double sum_squares(const std::vector<Tensor>& tensors) override;
+  void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override;
+  void place_parameters(const std::vector<ParamRef>& params) override;
+  void params_updated() override;
+  void synchronize() override;
+  void* stream() override;
+
+ private:
+  std::shared_ptr<Backend>& bound();
+  void expect_device(const Tensor& t, const std::string& what) const;
+
+  PluginLog log_;
+  BackendOptions options_;
+  int device_index_ = 0;
+  std::shared_ptr<Backend> backend_;
+};
+
+}  // namespace ptdp::fused

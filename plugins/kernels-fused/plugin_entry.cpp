@@ -1,0 +1,32 @@
+// The kernels-fused plugin's entry symbol and configuration schema.
+#include "kernels_fused.hpp"
+#include "ptdp/plugin.hpp"
+
+namespace {
+
+#if PTDP_HAVE_CUDNN_FRONTEND
+#define PTDP_FUSED_DEFAULT_ATTENTION "\"flash\""
+#else
+#define PTDP_FUSED_DEFAULT_ATTENTION "\"unfused\""
+#endif
+
+const ptdp::ConfigKeySpec kSchema[] = {
+    {"attention", ptdp::ConfigType::String, PTDP_FUSED_DEFAULT_ATTENTION, 0, 0, "flash|unfused",
+     "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
+     "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
+    {"gemm_workspace_mb", ptdp::ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
+    // Off by default: on the H200 the 1.3B step took 5% longer with it (BENCHMARKS.md, 2026-12-01).
+    {"gelu_epilogue", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
+     "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU + FC1's bias gradient in the "
+     "FC2 input-gradient GEMM's (DGELU_BGRAD); false: the fused bias + GeLU kernels"},
+    {"bias_grad_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "the QKV bias gradient summed in the QKV weight-gradient GEMM's epilogue (BGRADB); false: a column-sum kernel"},
+    {"fused_layer_norm_backward", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "LayerNorm's backward in one cooperative launch that reads its inputs once; false: column sums and the input "
+     "gradient in separate launches"},
+};
+
+}  // namespace
+
+PTDP_PLUGIN(ptdp::PluginKind::LayerKernels, ptdp::LayerKernels, ptdp::fused::KernelsFused, "kernels-fused", "0.1.0",
+            kSchema)
