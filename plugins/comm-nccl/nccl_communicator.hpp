@@ -14,21 +14,21 @@
 #include <vector>
 
 #include "operation_watchdog.hpp"
+#include "ptdp/checked_call.hpp"
 #include "ptdp/communicator.hpp"
 #include "ptdp/plugin.hpp"
+#include "ptdp/plugin_log.hpp"
 
 namespace ptdp::comm_nccl {
 
 // What a communicator and the groups split from it share: the plugin's configuration and the
-// host's logger, copied so that a group may outlive the object the host created.
+// host's log, which a group may outlive (PluginLog).
 struct CommSettings {
   double timeout_s = 0.0;    // 0: use CommInit::timeout_s
   bool synchronous = false;  // wait for every operation to finish before returning
-  void (*log)(void*, LogLevel, const char*) = nullptr;
-  void* log_user = nullptr;
+  PluginLog log;
 
   static CommSettings from(const PluginContext& context);
-  void write_log(LogLevel level, const std::string& message) const;
 };
 
 class NcclCommunicator final : public Communicator {
@@ -68,18 +68,21 @@ class NcclCommunicator final : public Communicator {
   };
   explicit NcclCommunicator(const ChildOf& child);
 
+  // ---- lifecycle and failure handling (nccl_lifecycle.cpp) ----
+
   // "comm-nccl: rank 3 (group 'tp[pp=0,dp=1]', rank 1 of 2): "
   std::string prefix() const;
   [[noreturn]] void refuse(const std::string& what, const std::string& reason) const;
   // Records the failure (unless one is recorded already), aborts, logs and throws.
   [[noreturn]] void fail(const std::string& failure);
-  // Runs body; a CallFailure inside becomes fail("<what>: <call failure>").
+  // Runs body; a ptdp::CallError inside becomes fail("<what>: <its detail>").
   template <class Body>
   void guarded(const std::string& what, Body&& body);
 
   void require_usable(const std::string& what) const;
   void ensure_usable_locked(const std::string& what) const;
-  [[noreturn]] void throw_recorded_failure_locked() const;
+  // Throws the recorded failure once the communicator is down or its NCCL communicator gone.
+  void throw_if_down_locked() const;
   // Takes the NCCL communicator out of service and returns it for abort_detached(); nullptr when
   // there is none, or while a group is open (its own thread finishes the job at group_end).
   ncclComm_t detach_locked();
@@ -94,23 +97,31 @@ class NcclCommunicator final : public Communicator {
   void start_watchdog();
   std::string health_locked() const;
   void on_watchdog_failure(const std::string& failure);
+  // Polls a non-blocking call of NCCL's host side until it is done, failed or out of time.
+  void settle(const std::string& what);
+
+  // ---- operations (nccl_communicator.cpp) ----
 
   cudaStream_t stream() const;
   ncclDataType_t checked_type(const std::string& what, const Tensor& tensor,
                               const char* role) const;
+  // reduce_scatter and all_gather: one dtype, the whole `size_` times the part, and in place
+  // only as this rank's slice of the whole.
+  ncclDataType_t checked_slices(const std::string& what, const Tensor& input, const Tensor& output,
+                                bool input_is_whole) const;
+  ncclRedOp_t checked_reduction(const std::string& what, ReduceOp op) const;
   void check_peer(const std::string& what, int peer, const char* role) const;
 
   // Enqueues one NCCL call (or adds it to the open group), then tracks or waits for it.
   template <class Launch>
   void enqueue(const std::string& what, bool empty, bool wait, Launch&& launch);
-  // Polls a non-blocking call of NCCL's host side until it is done, failed or out of time.
-  void settle(const std::string& what);
   // Waits for an operation on the GPU (timeout counted from when the GPU reached it).
   void wait_for(const std::string& what, cudaEvent_t begin, cudaEvent_t end);
   void finish_enqueued(const std::string& what, cudaEvent_t begin, ncclResult_t launched,
                        bool wait);
 
   CommSettings settings_;
+  const bool made_by_host_;  // the plugin object, which closes the log when it goes
   double timeout_s_ = 0.0;  // in effect after init
   int world_rank_ = 0;      // this process in the world, for messages
   int rank_ = 0;
@@ -135,5 +146,14 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t split_result_ = nullptr;
   std::unique_ptr<OperationWatchdog> watchdog_;  // set and reset under the mutex
 };
+
+template <class Body>
+void NcclCommunicator::guarded(const std::string& what, Body&& body) {
+  try {
+    body();
+  } catch (const CallError& e) {
+    fail(what + ": " + e.detail());
+  }
+}
 
 }  // namespace ptdp::comm_nccl

@@ -1,26 +1,22 @@
 #include "operation_watchdog.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
-#include "nccl_check.hpp"
+#include "nccl_wait.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::comm_nccl {
 
-std::string timeout_failure(const std::string& what, double timeout_s) {
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%g", timeout_s);
-  return what + " timed out after " + seconds + " s (a peer may have died)";
-}
-
 OperationWatchdog::OperationWatchdog(int device, double timeout_s, HealthCheck health,
-                                     FailureHandler on_failure)
+                                     FailureHandler on_failure, PluginLog log, std::string who)
     : device_(device),
       timeout_s_(timeout_s),
       // Fine enough to notice a timeout within a tenth of it, coarse enough to cost nothing.
       poll_interval_(std::clamp(timeout_s / 10.0, 0.001, 0.1)),
       health_(std::move(health)),
       on_failure_(std::move(on_failure)),
+      log_(std::move(log)),
+      who_(std::move(who)),
       thread_([this] { run(); }) {}
 
 OperationWatchdog::~OperationWatchdog() {
@@ -31,8 +27,9 @@ OperationWatchdog::~OperationWatchdog() {
   wake_.notify_all();
   thread_.join();
   // Events still pending on a stream may be destroyed: CUDA releases them once they complete.
-  // Nothing is left to do if one cannot be destroyed, so the failure text is dropped.
-  for (cudaEvent_t event : all_events_) (void)CUDA_REPORT(cudaEventDestroy(event));
+  TeardownFailures failures;
+  for (cudaEvent_t event : all_events_) PTDP_TEARDOWN_CALL(failures, cudaEventDestroy(event));
+  log_.write_failures(who_ + "destroying the watchdog's events", failures);
 }
 
 cudaEvent_t OperationWatchdog::acquire_event() {
@@ -43,7 +40,7 @@ cudaEvent_t OperationWatchdog::acquire_event() {
     return event;
   }
   cudaEvent_t event = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  PTDP_CALL(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   all_events_.push_back(event);
   return event;
 }
@@ -74,15 +71,15 @@ std::string OperationWatchdog::inspect_locked() {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = outstanding_.begin(); it != outstanding_.end();) {
     try {
-      if (CUDA_QUERY(cudaEventQuery(it->end))) {
+      if (PTDP_CUDA_QUERY(cudaEventQuery(it->end))) {
         free_events_.push_back(it->begin);
         free_events_.push_back(it->end);
         it = outstanding_.erase(it);
         continue;
       }
-      if (!it->started && CUDA_QUERY(cudaEventQuery(it->begin))) it->started = now;
-    } catch (const CallFailure& e) {
-      return it->what + ": " + e.what();
+      if (!it->started && PTDP_CUDA_QUERY(cudaEventQuery(it->begin))) it->started = now;
+    } catch (const CallError& e) {
+      return it->what + ": " + e.detail();
     }
     if (it->started && std::chrono::duration<double>(now - *it->started).count() > timeout_s_)
       return timeout_failure(it->what, timeout_s_);
@@ -93,7 +90,12 @@ std::string OperationWatchdog::inspect_locked() {
 
 void OperationWatchdog::run() {
   // CUDA's current device is per thread; the events belong to the communicator's device.
-  std::string failure = CUDA_REPORT(cudaSetDevice(device_));
+  std::string failure;
+  try {
+    PTDP_CALL(cudaSetDevice(device_));
+  } catch (const CallError& e) {
+    failure = e.detail();
+  }
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (failure.empty()) {
@@ -110,8 +112,8 @@ void OperationWatchdog::run() {
         try {
           const std::string problem = health_();
           if (!problem.empty()) failure = oldest + ": " + problem;
-        } catch (const CallFailure& e) {
-          failure = oldest + ": " + e.what();
+        } catch (const CallError& e) {
+          failure = oldest + ": " + e.detail();
         }
         lock.lock();
       }

@@ -21,20 +21,21 @@
 #include <thread>
 #include <vector>
 
-namespace ptdp::comm_nccl {
+#include "ptdp/plugin_log.hpp"
 
-// "<what> timed out after 30 s (a peer may have died)": the one wording for every timeout.
-std::string timeout_failure(const std::string& what, double timeout_s);
+namespace ptdp::comm_nccl {
 
 class OperationWatchdog {
  public:
   // Asked while operations are outstanding: "" when healthy, else what NCCL reported.
-  // May throw CallFailure.
+  // May throw ptdp::CallError.
   using HealthCheck = std::function<std::string()>;
   // Called on the watchdog thread, at most once, with the complete failure text.
   using FailureHandler = std::function<void(const std::string& failure)>;
 
-  OperationWatchdog(int device, double timeout_s, HealthCheck health, FailureHandler on_failure);
+  // `log` hears, after `who`, of events that cannot be destroyed when the watchdog goes.
+  OperationWatchdog(int device, double timeout_s, HealthCheck health, FailureHandler on_failure,
+                    PluginLog log, std::string who);
   ~OperationWatchdog();
   OperationWatchdog(const OperationWatchdog&) = delete;
   OperationWatchdog& operator=(const OperationWatchdog&) = delete;
@@ -65,6 +66,8 @@ class OperationWatchdog {
   const std::chrono::duration<double> poll_interval_;
   const HealthCheck health_;
   const FailureHandler on_failure_;
+  const PluginLog log_;
+  const std::string who_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
