@@ -56,7 +56,7 @@ std::vector<RankOutcome> run_world(int world, const UcxOptions& options, double 
   return conformance::run_ranks(world, 60s, [&](int rank) {
     TcpStore store("127.0.0.1", port, rank, world, 10s);
     UcxCommunicator comm(options);
-    comm.init(CommInit{rank, world, &store, "comm-ucx-test", timeout_s});
+    comm.init(CommInit{rank, world, &store, "comm-ucx-test", timeout_s, Device{}});
     body(rank, comm);
   });
 }
@@ -183,13 +183,13 @@ TEST(CommUcx, CallsOutOfOrderAreRefused) {
 
   TcpStore store("127.0.0.1", 0, 0, 1, 5s);
   UcxCommunicator comm(UcxOptions{});
-  comm.init(CommInit{0, 1, &store, "twice", 5});
-  EXPECT_NE(error_of([&] { comm.init(CommInit{0, 1, &store, "twice-again", 5}); }).find("already called"),
+  comm.init(CommInit{0, 1, &store, "twice", 5, Device{}});
+  EXPECT_NE(error_of([&] { comm.init(CommInit{0, 1, &store, "twice-again", 5, Device{}}); }).find("already called"),
             std::string::npos);
 
   UcxCommunicator aborted(UcxOptions{});
   aborted.abort("job cancelled");
-  EXPECT_NE(error_of([&] { aborted.init(CommInit{0, 1, &store, "aborted", 5}); }).find("aborted: job cancelled"),
+  EXPECT_NE(error_of([&] { aborted.init(CommInit{0, 1, &store, "aborted", 5, Device{}}); }).find("aborted: job cancelled"),
             std::string::npos);
 }
 
@@ -200,11 +200,11 @@ TEST(CommUcx, InitRefusesBadWorlds) {
     UcxCommunicator comm(UcxOptions{});
     return error_of([&] { comm.init(init); });
   };
-  EXPECT_NE(init_error({3, 2, &store, "a", 5}).find("rank outside world size 2"), std::string::npos);
-  EXPECT_NE(init_error({0, 0, &store, "b", 5}).find("world size 0 outside 1..65536"), std::string::npos);
+  EXPECT_NE(init_error({3, 2, &store, "a", 5, Device{}}).find("rank outside world size 2"), std::string::npos);
+  EXPECT_NE(init_error({0, 0, &store, "b", 5, Device{}}).find("world size 0 outside 1..65536"), std::string::npos);
   EXPECT_NE(init_error({0, 1, &store, "c", 0}).find("timeout 0 s must be positive"), std::string::npos);
   UcxCommunicator comm(UcxOptions{});
-  EXPECT_NE(error_of([&] { comm.init(CommInit{0, 1, nullptr, "d", 5}); }).find("no rendezvous store"),
+  EXPECT_NE(error_of([&] { comm.init(CommInit{0, 1, nullptr, "d", 5, Device{}}); }).find("no rendezvous store"),
             std::string::npos);
 }
 
@@ -213,7 +213,7 @@ TEST(CommUcx, RanksDisagreeingOnTheWorldSizeFailAtInit) {
   const std::vector<RankOutcome> outcomes = conformance::run_ranks(2, 30s, [&](int rank) {
     TcpStore store("127.0.0.1", port, rank, 2, 10s);
     UcxCommunicator comm(UcxOptions{});
-    const std::string message = error_of([&] { comm.init(CommInit{rank, rank == 0 ? 2 : 3, &store, "sizes", 2}); });
+    const std::string message = error_of([&] { comm.init(CommInit{rank, rank == 0 ? 2 : 3, &store, "sizes", 2, Device{}}); });
     if (rank == 0) require_mentions(message, "rank 1 published a world of 3 ranks, this rank has 2", "rank 0");
     else require_mentions(message, "rank 0 published a world of 2 ranks, this rank has 3", "rank 1");
   });
