@@ -202,7 +202,7 @@ TEST(CommUcx, InitRefusesBadWorlds) {
   };
   EXPECT_NE(init_error({3, 2, &store, "a", 5, Device{}}).find("rank outside world size 2"), std::string::npos);
   EXPECT_NE(init_error({0, 0, &store, "b", 5, Device{}}).find("world size 0 outside 1..65536"), std::string::npos);
-  EXPECT_NE(init_error({0, 1, &store, "c", 0}).find("timeout 0 s must be positive"), std::string::npos);
+  EXPECT_NE(init_error({0, 1, &store, "c", 0, Device{}}).find("timeout 0 s must be positive"), std::string::npos);
   UcxCommunicator comm(UcxOptions{});
   EXPECT_NE(error_of([&] { comm.init(CommInit{0, 1, nullptr, "d", 5, Device{}}); }).find("no rendezvous store"),
             std::string::npos);
