@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "saved_slots.hpp"
+#include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
 
@@ -34,7 +34,7 @@ class FusedEmbedding final : public EmbeddingLayer {
   std::shared_ptr<Backend> backend_;
   std::shared_ptr<Parameter> word_, position_;
   int64_t vocab_rows_ = 0, vocab_begin_ = 0;
-  SavedSlots<Saved> saved_{"embedding"};
+  SavedSlots<Saved> saved_{"kernels-fused: embedding"};
 };
 
 // Token ids from the host, checked against the vocabulary (ids outside it would read past the

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "backend.hpp"
-#include "saved_slots.hpp"
+#include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
 
@@ -26,7 +26,7 @@ class FusedHead final : public HeadLayer {
   std::shared_ptr<Parameter> ln_weight_, ln_bias_, word_;
   bool owns_word_ = false;
   int64_t vocab_rows_ = 0, vocab_begin_ = 0, valid_cols_ = 0;
-  SavedSlots<std::shared_ptr<Activations>> saved_{"head"};
+  SavedSlots<std::shared_ptr<Activations>> saved_{"kernels-fused: head"};
 };
 
 }  // namespace ptdp::fused

@@ -26,7 +26,7 @@ struct FusedTransformerBlock::Activations {
 };
 
 FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, int layer_index)
-    : backend_(std::move(backend)), layer_(layer_index), saved_("block " + std::to_string(layer_index)) {
+    : backend_(std::move(backend)), layer_(layer_index), saved_("kernels-fused: block " + std::to_string(layer_index)) {
   const ModelSpec& m = backend_->model();
   const int t = backend_->tp_size(), r = backend_->tp_rank();
   const int64_t h = m.hidden;

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "backend.hpp"
-#include "saved_slots.hpp"
+#include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
 

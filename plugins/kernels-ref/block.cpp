@@ -44,7 +44,7 @@ RefBlock::RefBlock(std::shared_ptr<const Partition> partition, int layer_index)
     : part_(std::move(partition)),
       layer_(layer_index),
       name_("layers." + std::to_string(layer_index)),
-      saved_(name_) {
+      saved_("kernels-ref: " + name_) {
   const Partition& p = *part_;
   const int64_t h = p.model.hidden, f = p.model.ffn_hidden;
   const std::string n = name_ + ".";

@@ -9,7 +9,7 @@
 namespace ptdp::kref {
 
 RefEmbedding::RefEmbedding(std::shared_ptr<const Partition> partition)
-    : part_(std::move(partition)), saved_tokens_("embedding") {
+    : part_(std::move(partition)), saved_tokens_("kernels-ref: embedding") {
   const ModelSpec& m = part_->model;
   word_ = sharded_parameter("embedding.word", {m.padded_vocab, m.hidden}, 0, *part_, true);
   position_ = replicated_parameter("embedding.position", {m.seq_len, m.hidden}, true, *part_);

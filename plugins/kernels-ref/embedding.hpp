@@ -9,7 +9,7 @@
 
 #include "parameter.hpp"
 #include "partition.hpp"
-#include "saved_slots.hpp"
+#include "ptdp/saved_slots.hpp"
 
 namespace ptdp::kref {
 

@@ -10,7 +10,7 @@
 namespace ptdp::kref {
 
 RefHead::RefHead(std::shared_ptr<const Partition> partition, std::shared_ptr<Parameter> word)
-    : part_(std::move(partition)), word_(std::move(word)), owns_word_(word_ == nullptr), saved_("head") {
+    : part_(std::move(partition)), word_(std::move(word)), owns_word_(word_ == nullptr), saved_("kernels-ref: head") {
   const ModelSpec& m = part_->model;
   ln_weight_ = replicated_parameter("head.ln.weight", {m.hidden}, false, *part_);
   ln_bias_ = replicated_parameter("head.ln.bias", {m.hidden}, false, *part_);
