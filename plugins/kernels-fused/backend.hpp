@@ -61,6 +61,10 @@ class Backend {
   // Sum (or max) over the tensor-parallel group, in place on the stream; nothing when it is one rank.
   void all_reduce(void* data, DType dtype, int64_t count, ReduceOp op = ReduceOp::Sum);
 
+  // A copy of a layer's bf16 input on the stream, for a forward that saves: the caller may
+  // overwrite the input once the forward returns, and the backward reads it.
+  DeviceBuffer<bf16> keep_for_backward(const bf16* input, size_t count);
+
   DropoutSite dropout_site(const MicroBatch& mb, int site) const;
   Tensor device_tensor(void* data, DType dtype, std::vector<int64_t> shape) const;
 

@@ -21,10 +21,9 @@ FusedEmbedding::FusedEmbedding(std::shared_ptr<Backend> backend) : backend_(std:
   const ModelSpec& m = backend_->model();
   vocab_rows_ = m.padded_vocab / backend_->tp_size();
   vocab_begin_ = vocab_rows_ * backend_->tp_rank();
-  word_ = backend_->make_parameter(ParameterSpec{"embedding.word", {m.padded_vocab, m.hidden}, 0, vocab_begin_,
-                                                 {vocab_rows_, m.hidden}, true, true});
-  position_ = backend_->make_parameter(
-      ParameterSpec{"embedding.position", {m.seq_len, m.hidden}, -1, 0, {m.seq_len, m.hidden}, true, false});
+  word_ = backend_->make_parameter(
+      spec_of(gpt_word_embedding(m.padded_vocab, m.hidden, backend_->tp_size(), backend_->tp_rank()), true));
+  position_ = backend_->make_parameter(spec_of(gpt_position_embedding(m.seq_len, m.hidden), false));
 }
 
 std::vector<ParamRef> FusedEmbedding::parameters() { return {word_->ref(), position_->ref()}; }

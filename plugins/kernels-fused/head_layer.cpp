@@ -25,12 +25,13 @@ FusedHead::FusedHead(std::shared_ptr<Backend> backend, std::shared_ptr<Parameter
   vocab_rows_ = m.padded_vocab / backend_->tp_size();
   vocab_begin_ = vocab_rows_ * backend_->tp_rank();
   valid_cols_ = std::clamp<int64_t>(m.vocab - vocab_begin_, 0, vocab_rows_);
-  ln_weight_ = backend_->make_parameter(ParameterSpec{"head.ln.weight", {m.hidden}, -1, 0, {m.hidden}, false, false});
-  ln_bias_ = backend_->make_parameter(ParameterSpec{"head.ln.bias", {m.hidden}, -1, 0, {m.hidden}, false, false});
+  const auto norm = gpt_head_norm(m.hidden);
+  ln_weight_ = backend_->make_parameter(spec_of(norm[0], false));
+  ln_bias_ = backend_->make_parameter(spec_of(norm[1], false));
   if (!word_) {
     owns_word_ = true;
-    word_ = backend_->make_parameter(ParameterSpec{"embedding.word", {m.padded_vocab, m.hidden}, 0, vocab_begin_,
-                                                   {vocab_rows_, m.hidden}, true, true});
+    word_ = backend_->make_parameter(
+        spec_of(gpt_word_embedding(m.padded_vocab, m.hidden, backend_->tp_size(), backend_->tp_rank()), true));
   }
 }
 
@@ -55,9 +56,7 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   auto a = std::make_shared<Activations>();
   const bf16* x = in.as<const bf16>();
   if (save) {
-    a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
-    PTDP_CALL(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
-                              backend_->stream()));
+    a->x = backend_->keep_for_backward(x, size_t(tokens * h));
     x = a->x.get();
   }
   a->xn = allocate_buffer<bf16>(arena, size_t(tokens * h));

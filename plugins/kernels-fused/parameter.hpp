@@ -10,6 +10,7 @@
 
 #include "arena.hpp"
 #include "kernel_context.hpp"
+#include "ptdp/gpt_parameters.hpp"
 #include "ptdp/layer_kernels.hpp"
 
 namespace ptdp::fused {
@@ -23,6 +24,12 @@ struct ParameterSpec {
   bool weight_decay = true;
   bool working_copy = false;
 };
+
+// A parameter of ptdp/gpt_parameters.hpp's table; `working_copy`: a bf16 copy that the GEMMs read.
+inline ParameterSpec spec_of(const GptParameterShape& shape, bool working_copy) {
+  return ParameterSpec{shape.name, shape.global, shape.shard_dim, shape.shard_offset, shape.local, shape.decay,
+                       working_copy};
+}
 
 class Parameter {
  public:

@@ -32,27 +32,15 @@ FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, i
   const int64_t h = m.hidden;
   width_ = h / t;
   ffn_ = m.ffn_hidden / t;
-  const std::string p = "layers." + std::to_string(layer_) + ".";
-  auto make = [&](const char* name, std::vector<int64_t> global, int shard_dim, int64_t offset,
-                  std::vector<int64_t> local, bool decay, bool working) {
-    return backend_->make_parameter(ParameterSpec{p + name, std::move(global), shard_dim, offset, std::move(local),
-                                                  decay, working});
-  };
-  ln1_weight_ = make("ln1.weight", {h}, -1, 0, {h}, false, false);
-  ln1_bias_ = make("ln1.bias", {h}, -1, 0, {h}, false, false);
-  // [3, h, h] split on dim 1: this rank's heads inside each of q, k and v.
-  qkv_weight_ = make("attn.qkv.weight", {3, h, h}, 1, r * width_, {3, width_, h}, true, true);
-  qkv_bias_ = make("attn.qkv.bias", {3, h}, 1, r * width_, {3, width_}, false, true);
-  proj_weight_ = make("attn.proj.weight", {h, h}, 1, r * width_, {h, width_}, true, true);
-  proj_bias_ = make("attn.proj.bias", {h}, -1, 0, {h}, false, false);
-  ln2_weight_ = make("ln2.weight", {h}, -1, 0, {h}, false, false);
-  ln2_bias_ = make("ln2.bias", {h}, -1, 0, {h}, false, false);
-  fc1_weight_ = make("mlp.fc1.weight", {m.ffn_hidden, h}, 0, r * ffn_, {ffn_, h}, true, true);
   // A bf16 working copy for the GeLU epilogue, which reads its bias in bf16 (as QKV's).
   gelu_epilogue_ = backend_->options().gelu_epilogue && Gemm::gelu_epilogue_fits(ffn_);
-  fc1_bias_ = make("mlp.fc1.bias", {m.ffn_hidden}, 0, r * ffn_, {ffn_}, false, gelu_epilogue_);
-  fc2_weight_ = make("mlp.fc2.weight", {h, m.ffn_hidden}, 1, r * ffn_, {h, ffn_}, true, true);
-  fc2_bias_ = make("mlp.fc2.bias", {h}, -1, 0, {h}, false, false);
+  std::shared_ptr<Parameter>* const in_table_order[] = {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_,
+                                                      &proj_weight_, &proj_bias_, &ln2_weight_, &ln2_bias_,
+                                                      &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_};
+  // Which parameters the GEMMs read in bf16 (a bias the epilogue adds, too).
+  const bool working[] = {false, false, true, true, true, false, false, false, true, gelu_epilogue_, true, false};
+  const auto table = gpt_block_parameters(layer_, h, m.ffn_hidden, t, r);
+  for (size_t i = 0; i < table.size(); ++i) *in_table_order[i] = backend_->make_parameter(spec_of(table[i], working[i]));
 }
 
 std::vector<ParamRef> FusedTransformerBlock::parameters() {
@@ -76,10 +64,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   auto a = std::make_shared<Activations>();
   const bf16* x = in.as<const bf16>();
   if (save) {
-    // The caller may overwrite `in` once this returns; backward needs it.
-    a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
-    PTDP_CALL(cudaMemcpyAsync(a->x.get(), x, size_t(tokens * h) * sizeof(bf16), cudaMemcpyDeviceToDevice,
-                              backend_->stream()));
+    a->x = backend_->keep_for_backward(x, size_t(tokens * h));
     x = a->x.get();
   }
   a->ln1 = allocate_buffer<bf16>(arena, size_t(tokens * h));

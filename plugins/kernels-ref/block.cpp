@@ -46,22 +46,11 @@ RefBlock::RefBlock(std::shared_ptr<const Partition> partition, int layer_index)
       name_("layers." + std::to_string(layer_index)),
       saved_("kernels-ref: " + name_) {
   const Partition& p = *part_;
-  const int64_t h = p.model.hidden, f = p.model.ffn_hidden;
-  const std::string n = name_ + ".";
-  ln1_weight_ = replicated_parameter(n + "ln1.weight", {h}, false, p);
-  ln1_bias_ = replicated_parameter(n + "ln1.bias", {h}, false, p);
-  // [3, h, h] is the [3h, h] QKV weight with its q, k and v row blocks apart, so that splitting
-  // dim 1 gives each rank the rows of its heads in all three.
-  qkv_weight_ = sharded_parameter(n + "attn.qkv.weight", {3, h, h}, 1, p, true);
-  qkv_bias_ = sharded_parameter(n + "attn.qkv.bias", {3, h}, 1, p, false);
-  proj_weight_ = sharded_parameter(n + "attn.proj.weight", {h, h}, 1, p, true);
-  proj_bias_ = replicated_parameter(n + "attn.proj.bias", {h}, false, p);
-  ln2_weight_ = replicated_parameter(n + "ln2.weight", {h}, false, p);
-  ln2_bias_ = replicated_parameter(n + "ln2.bias", {h}, false, p);
-  fc1_weight_ = sharded_parameter(n + "mlp.fc1.weight", {f, h}, 0, p, true);
-  fc1_bias_ = sharded_parameter(n + "mlp.fc1.bias", {f}, 0, p, false);
-  fc2_weight_ = sharded_parameter(n + "mlp.fc2.weight", {h, f}, 1, p, true);
-  fc2_bias_ = replicated_parameter(n + "mlp.fc2.bias", {h}, false, p);
+  std::shared_ptr<Parameter>* const in_table_order[] = {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_,
+                                                      &proj_weight_, &proj_bias_, &ln2_weight_, &ln2_bias_,
+                                                      &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_};
+  const auto table = gpt_block_parameters(layer_index, p.model.hidden, p.model.ffn_hidden, p.size, p.rank);
+  for (size_t i = 0; i < table.size(); ++i) *in_table_order[i] = make_parameter(table[i], p);
 }
 
 std::vector<ParamRef> RefBlock::parameters() {

@@ -11,8 +11,8 @@ namespace ptdp::kref {
 RefEmbedding::RefEmbedding(std::shared_ptr<const Partition> partition)
     : part_(std::move(partition)), saved_tokens_("kernels-ref: embedding") {
   const ModelSpec& m = part_->model;
-  word_ = sharded_parameter("embedding.word", {m.padded_vocab, m.hidden}, 0, *part_, true);
-  position_ = replicated_parameter("embedding.position", {m.seq_len, m.hidden}, true, *part_);
+  word_ = make_parameter(gpt_word_embedding(m.padded_vocab, m.hidden, part_->size, part_->rank), *part_);
+  position_ = make_parameter(gpt_position_embedding(m.seq_len, m.hidden), *part_);
 }
 
 std::vector<ParamRef> RefEmbedding::parameters() { return {word_->ref, position_->ref}; }

@@ -12,9 +12,10 @@ namespace ptdp::kref {
 RefHead::RefHead(std::shared_ptr<const Partition> partition, std::shared_ptr<Parameter> word)
     : part_(std::move(partition)), word_(std::move(word)), owns_word_(word_ == nullptr), saved_("kernels-ref: head") {
   const ModelSpec& m = part_->model;
-  ln_weight_ = replicated_parameter("head.ln.weight", {m.hidden}, false, *part_);
-  ln_bias_ = replicated_parameter("head.ln.bias", {m.hidden}, false, *part_);
-  if (owns_word_) word_ = sharded_parameter("embedding.word", {m.padded_vocab, m.hidden}, 0, *part_, true);
+  const auto norm = gpt_head_norm(m.hidden);
+  ln_weight_ = make_parameter(norm[0], *part_);
+  ln_bias_ = make_parameter(norm[1], *part_);
+  if (owns_word_) word_ = make_parameter(gpt_word_embedding(m.padded_vocab, m.hidden, part_->size, part_->rank), *part_);
 }
 
 std::vector<ParamRef> RefHead::parameters() {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <ptdp/gpt_parameters.hpp>
 #include <ptdp/layer_kernels.hpp>
 
 #include "partition.hpp"
@@ -32,14 +33,8 @@ class ParameterRegistry {
   std::multimap<std::string, std::weak_ptr<Parameter>> by_name_;
 };
 
-// Held whole by every tensor-parallel rank (LayerNorm, biases added after an all-reduce,
-// position embedding).
-std::shared_ptr<Parameter> replicated_parameter(std::string name, std::vector<int64_t> shape,
-                                                bool weight_decay, const Partition& partition);
-
-// Split evenly over the tensor-parallel group along `dim` of its global shape; this rank holds
-// the rank-th slice.
-std::shared_ptr<Parameter> sharded_parameter(std::string name, std::vector<int64_t> global_shape,
-                                             int dim, const Partition& partition, bool weight_decay);
+// This rank's part of one parameter of the table in ptdp/gpt_parameters.hpp, registered with
+// the partition's registry.
+std::shared_ptr<Parameter> make_parameter(const GptParameterShape& shape, const Partition& partition);
 
 }  // namespace ptdp::kref

@@ -8,6 +8,7 @@
 #include "ptdp/layer_kernels.hpp"
 #include "ptdp/plugin.hpp"
 #include "ptdp/rendezvous.hpp"
+#include "ptdp/gpt_parameters.hpp"
 #include "ptdp/saved_slots.hpp"
 #include "ptdp/scheduler.hpp"
 #include "ptdp/tensor.hpp"
