@@ -22,7 +22,7 @@ void check_plugins(const RunConfig& config) {
     PluginKind kind;
     const char* slot;
   };
-  std::vector<Slot> slots = {{config.plugins.comm, PluginKind::Communicator, "comm"},
+  std::vector<Slot> slots = {{config.plugins.communicator, PluginKind::Communicator, "communicator"},
                              {config.plugins.kernels, PluginKind::LayerKernels, "kernels"},
                              {config.plugins.scheduler, PluginKind::Scheduler, "scheduler"}};
   if (!config.checkpoint.dir.empty())

@@ -39,6 +39,7 @@ nlohmann::json read_config_json(const fs::path& path) {
 
 void import_hf(const ImportArgs& args) {
   const RunConfig config = load_manifest(args.manifest, args.sets);
+  for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
   const std::string& dir = config.checkpoint.dir;
   if (dir.empty()) throw Error(fmt::format("{}: checkpoint.dir is not set: the import needs somewhere to go", config.source));
   const fs::path config_path = fs::path(args.hf_dir) / "config.json";

@@ -50,8 +50,12 @@ void run_plan(const PlanOptions& options) {
   PlanResult result;
   PlanContext context;
   ClusterSpec cluster;
+  std::vector<std::string> notes;  // the loader's, such as where parallel.data came from
   try {
     const RunConfig config = load_manifest(options.manifest, options.overrides);
+    notes = config.notes;
+    // stdout may be the JSON document.
+    for (const std::string& warning : config.warnings) std::cerr << "plan: warning: " << warning << "\n";
     cluster = load_cluster(options.cluster);
     check_gpu_count(config, cluster);
     const auto& p = config.parallel;
@@ -69,10 +73,14 @@ void run_plan(const PlanOptions& options) {
     std::cerr << "plan: " << e.what() << "\n";
     throw CLI::RuntimeError(2);
   }
-  if (options.json)
-    std::cout << plan_json(context, result).dump() << "\n";
-  else
+  if (options.json) {
+    nlohmann::json doc = plan_json(context, result);
+    for (const std::string& note : notes) doc["notes"].push_back(note);
+    std::cout << doc.dump() << "\n";
+  } else {
     std::cout << plan_text(context, result, options.top);
+    for (const std::string& note : notes) std::cout << "note: " << note << "\n";
+  }
   if (!result.best()) throw CLI::RuntimeError(1);
 }
 

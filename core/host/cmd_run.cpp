@@ -34,22 +34,29 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   std::vector<std::string> overrides = args.sets;
   if (args.nproc > 0) overrides.push_back("launch.nproc_per_node=" + std::to_string(args.nproc));
   const auto env = detect_rank_environment();
+  // Our own launcher's world is the manifest's launch table, which the loader reads anyway.
+  std::optional<LaunchedWorld> launched;
+  if (env && env->launcher != "ptdp") launched = LaunchedWorld{env->launcher, env->world_size};
   RunConfig config;
   try {
-    config = load_manifest(args.manifest, overrides);
+    config = load_manifest(args.manifest, overrides, launched);
     check_manifest_plugins(config);
   } catch (const ManifestError& e) {
     // Every rank of an external launcher finds the same problem; rank 0 says it.
     if (!env || env->rank == 0) spdlog::error("{}", e.what());
     return kExitInvalidManifest;
   }
+  // What concerns the whole job is said and checked once: by the process that starts our own
+  // launcher's ranks (not again by them), or by rank 0 of an external launcher.
+  const bool speaks_for_job = !env || (env->launcher != "ptdp" && env->rank == 0);
+  if (speaks_for_job)
+    for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
   // --profile without a GPU, once before any rank starts rather than by every rank.
   if (args.train.profile && (!env || env->rank == 0)) check_profilable(kernels_memory(config), config.plugins.kernels);
   // Bad data fails here, before any rank or plugin starts.
   run_tokenizer(config, RunData::open(config));
-  // So does a checkpoint folder the run cannot use; once per job (our own launcher's ranks were
-  // checked by the process that started them).
-  if (!env || (env->launcher != "ptdp" && env->rank == 0)) prepare_checkpoint_folder(config);
+  // So does a checkpoint folder the run cannot use; once per job.
+  if (speaks_for_job) prepare_checkpoint_folder(config);
   if (env) {
     check_world_size(config, env->world_size);
     try {

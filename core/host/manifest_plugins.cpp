@@ -20,13 +20,13 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     const char* slot;
     const std::string& name;
     PluginKind kind;
-  } slots[] = {{"comm", config.plugins.comm, PluginKind::Communicator},
+  } slots[] = {{"communicator", config.plugins.communicator, PluginKind::Communicator},
                {"kernels", config.plugins.kernels, PluginKind::LayerKernels},
                {"scheduler", config.plugins.scheduler, PluginKind::Scheduler},
                {"checkpoint", config.plugins.checkpoint, PluginKind::CheckpointStore}};
   std::vector<std::string> lines;
   std::string loaded;
-  const PluginInfo *scheduler = nullptr, *comm = nullptr, *kernels = nullptr;
+  const PluginInfo *scheduler = nullptr, *communicator_info = nullptr, *kernels = nullptr;
   std::string slot_key;
   try {
     for (const auto& s : slots) {
@@ -36,22 +36,22 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
       validated_plugin_config(*info.descriptor, config.plugins.options.at(s.slot));
       loaded += fmt::format("{}{} {}", loaded.empty() ? "" : ", ", info.descriptor->name, info.descriptor->version);
       if (s.kind == PluginKind::Scheduler) scheduler = &info;
-      if (s.kind == PluginKind::Communicator) comm = &info;
+      if (s.kind == PluginKind::Communicator) communicator_info = &info;
       if (s.kind == PluginKind::LayerKernels) kernels = &info;
     }
     // What the two plugins declare decides whether they can work together on these ranks; their
     // constructors touch no device, so this costs no GPU context in the launching process.
-    slot_key = "plugins.comm";
-    auto communicator = create_plugin<Communicator>(*comm, config.plugins.options.at("comm"));
+    slot_key = "plugins.communicator";
+    auto communicator = create_plugin<Communicator>(*communicator_info, config.plugins.options.at("communicator"));
     auto backend = create_plugin<LayerKernels>(*kernels, config.plugins.options.at("kernels"));
     check_memory_pairing(backend->device().kind, communicator->memory_kinds(), config.plugins.kernels,
-                         config.plugins.comm);
+                         config.plugins.communicator);
     slot_key = "launch.ranks_per_gpu";
     PlacementRequest sharing;
     sharing.kind = backend->device().kind;
     sharing.local_world_size = config.launch.nproc_per_node;
     sharing.ranks_per_gpu = config.launch.ranks_per_gpu;
-    sharing.comm = config.plugins.comm;
+    sharing.communicator = config.plugins.communicator;
     sharing.comm_capabilities = communicator->capabilities();
     check_device_sharing(sharing);
     slot_key = "plugins.scheduler";

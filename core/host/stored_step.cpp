@@ -1,6 +1,7 @@
 #include "stored_step.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -34,7 +35,7 @@ RunConfig one_process_config(const StoredStep& stored, const std::string& folder
   const nlohmann::json& config_json = metadata["config"];
   std::vector<std::string> all = {
       "parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1", "parallel.virtual_stages=1",
-      "launch.nproc_per_node=1", "launch.nnodes=1", "plugins.comm=comm-ucx", "plugins.kernels=kernels-ref",
+      "launch.nproc_per_node=1", "launch.nnodes=1", "plugins.communicator=comm-ucx", "plugins.kernels=kernels-ref",
       "plugins.scheduler=sched-1f1b", "precision.params=fp32", "checkpoint.dir=\"\"", "checkpoint.every=0",
       "checkpoint.keep=0", "data.val_every=0", "data.val_fraction=0.0",
       fmt::format("checkpoint.resume_from={}", nlohmann::json(folder).dump()),
@@ -44,12 +45,13 @@ RunConfig one_process_config(const StoredStep& stored, const std::string& folder
   if (metadata.contains("schedule"))
     all.push_back(fmt::format("optimizer.decay_steps={}", metadata["schedule"].value("decay_steps", int64_t{0})));
   // Options of the plugins the training run used may not fit the ones loaded here.
-  for (const char* slot : {"comm", "kernels", "scheduler"})
+  for (const char* slot : {"communicator", "kernels", "scheduler"})
     if (config_json.contains("plugins") && config_json["plugins"].contains("options"))
       all.push_back(fmt::format("plugins.options.{}={{}}", slot));
   all.insert(all.end(), overrides.begin(), overrides.end());
   const std::string source = fmt::format("{} step {}", folder, stored.step);
   RunConfig config = load_manifest_string(manifest_text(config_json), source, all);
+  for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
   if (config.parallel.world_size() != 1)
     throw Error(fmt::format("{}: {} runs in one process: leave parallel.tensor, parallel.pipeline and "
                             "parallel.data at 1 (any layout's checkpoint loads into it)",

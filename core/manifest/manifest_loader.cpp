@@ -108,8 +108,26 @@ void read_checkpoint(TableReader r, RunConfig::Checkpoint& checkpoint) {
   r.finish();
 }
 
-void read_plugins(TableReader r, const ManifestLocator& locator, RunConfig::Plugins& plugins) {
-  r.read("comm", plugins.comm);
+// The communicator's slot was once called `comm`, as key and as option table. The old name still
+// loads, with a warning naming the new one; a manifest giving both is refused.
+constexpr std::string_view kCommunicatorSlot = "communicator";
+constexpr std::string_view kOldCommunicatorSlot = "comm";
+
+// Which of the two names `r` reads the communicator's slot from.
+std::string_view communicator_slot_in(const TableReader& r, const ManifestLocator& locator,
+                                      std::vector<std::string>& warnings) {
+  if (!r.contains(kOldCommunicatorSlot)) return kCommunicatorSlot;
+  const std::string old_key = r.key_path(kOldCommunicatorSlot), key = r.key_path(kCommunicatorSlot);
+  if (r.contains(kCommunicatorSlot))
+    locator.fail(old_key, fmt::format("{} names the same slot: keep {} and delete {}, its deprecated name", key, key,
+                                      old_key));
+  warnings.push_back(fmt::format("{}: {} is deprecated: write {}", locator.where(old_key), old_key, key));
+  return kOldCommunicatorSlot;
+}
+
+void read_plugins(TableReader r, const ManifestLocator& locator, RunConfig::Plugins& plugins,
+                  std::vector<std::string>& warnings) {
+  r.read(communicator_slot_in(r, locator, warnings), plugins.communicator);
   r.read("kernels", plugins.kernels);
   r.read("scheduler", plugins.scheduler);
   r.read("checkpoint", plugins.checkpoint);
@@ -117,7 +135,9 @@ void read_plugins(TableReader r, const ManifestLocator& locator, RunConfig::Plug
   // Option tables are kept as written: each plugin's registry entry checks them against the
   // schema the plugin declares.
   TableReader options(locator, r.key_path("options"), r.read_table("options"));
-  for (const char* slot : {"comm", "kernels", "scheduler", "checkpoint"}) {
+  const toml::table* communicator = options.read_table(communicator_slot_in(options, locator, warnings));
+  plugins.options[std::string(kCommunicatorSlot)] = communicator ? *communicator : toml::table{};
+  for (const char* slot : {"kernels", "scheduler", "checkpoint"}) {
     const toml::table* table = options.read_table(slot);
     plugins.options[slot] = table ? *table : toml::table{};
   }
@@ -159,7 +179,7 @@ void resolve_paths(RunConfig& c, const ManifestLocator& locator, const fs::path&
 constexpr size_t kMaxConfigBytes = 4 << 20;
 
 RunConfig load(std::string_view text, const std::string& source, const fs::path& manifest_dir,
-               const std::vector<std::string>& overrides) {
+               const std::vector<std::string>& overrides, const std::optional<LaunchedWorld>& launched) {
   toml::table root = parse_config_text(text, source);
   ManifestLocator locator(source, root);
   for (const std::string& assignment : overrides) locator.add_override(apply_override(root, assignment), assignment);
@@ -185,9 +205,10 @@ RunConfig load(std::string_view text, const std::string& source, const fs::path&
   read_precision({locator, "precision", precision}, c.precision);
   read_data({locator, "data", data}, c.data);
   read_checkpoint({locator, "checkpoint", checkpoint}, c.checkpoint);
-  read_plugins({locator, "plugins", plugins}, locator, c.plugins);
+  read_plugins({locator, "plugins", plugins}, locator, c.plugins, c.warnings);
   read_launch({locator, "launch", launch}, c.launch);
 
+  settle_data_parallel(c, locator, parallel && parallel->contains("data"), launched);
   apply_manifest_rules(c, locator);
   resolve_paths(c, locator, manifest_dir);
   return c;
@@ -219,21 +240,15 @@ toml::table parse_config_text(std::string_view text, const std::string& source) 
   }
 }
 
-RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides) {
-  return load(read_config_file(path, "manifest"), path, fs::absolute(path).parent_path(), overrides);
+RunConfig load_manifest(const std::string& path, const std::vector<std::string>& overrides,
+                        const std::optional<LaunchedWorld>& launched) {
+  return load(read_config_file(path, "manifest"), path, fs::absolute(path).parent_path(), overrides, launched);
 }
 
 RunConfig load_manifest_string(std::string_view text, const std::string& source_name,
-                               const std::vector<std::string>& overrides) {
-  return load(text, source_name, fs::current_path(), overrides);
-}
-
-void check_world_size(const RunConfig& c, int world_size) {
-  const auto& par = c.parallel;
-  if (int64_t{par.pipeline} * par.tensor * par.data != world_size)
-    throw ManifestError(fmt::format(
-        "{}: parallel: pipeline ({}) * tensor ({}) * data ({}) = {} does not match the world size {}", c.source,
-        par.pipeline, par.tensor, par.data, int64_t{par.pipeline} * par.tensor * par.data, world_size));
+                               const std::vector<std::string>& overrides,
+                               const std::optional<LaunchedWorld>& launched) {
+  return load(text, source_name, fs::current_path(), overrides, launched);
 }
 
 }  // namespace ptdp

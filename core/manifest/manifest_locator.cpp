@@ -9,7 +9,7 @@ namespace ptdp {
 namespace {
 
 // True when one path is the other or lies inside it: an override of `plugins.options` covers
-// `plugins.options.comm.x`, and one of `parallel.tensor` covers a rule reported on `parallel`.
+// `plugins.options.communicator.x`, and one of `parallel.tensor` covers a rule reported on `parallel`.
 bool related(std::string_view a, std::string_view b) {
   if (a.size() > b.size()) std::swap(a, b);
   return b.substr(0, a.size()) == a && (b.size() == a.size() || b[a.size()] == '.' || b[a.size()] == '[');

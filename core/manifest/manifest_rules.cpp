@@ -21,13 +21,6 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
          fmt::format("hidden ({}) must be divisible by heads ({})", model.hidden, model.heads));
   if (model.ffn_hidden == 0) model.ffn_hidden = 4 * model.hidden;
 
-  const int64_t world = int64_t{c.launch.nproc_per_node} * c.launch.nnodes;
-  if (p * t * d != world)
-    fail({"launch.nproc_per_node", "launch.nnodes", "parallel.pipeline", "parallel.tensor", "parallel.data"},
-         fmt::format("pipeline ({}) * tensor ({}) * data ({}) = {} must equal the world size "
-                     "nproc_per_node ({}) * nnodes ({}) = {}",
-                     p, t, d, p * t * d, c.launch.nproc_per_node, c.launch.nnodes, world));
-
   // Tensor parallelism splits the heads and the MLP's inner dimension across the group.
   if (model.heads % t != 0)
     fail({"parallel.tensor", "model.heads"}, fmt::format("heads ({}) must be divisible by tensor ({})", model.heads, t));

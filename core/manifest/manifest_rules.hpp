@@ -6,7 +6,8 @@
 namespace ptdp {
 
 // Fills the derived fields (model.ffn_hidden when unset, model.padded_vocab, notes) and throws
-// ManifestError at the key a broken rule is reported on. Expects every field in its own range.
+// ManifestError at the key a broken rule is reported on. Expects every field in its own range, and
+// parallel.data settled against the world (manifest/world_size.hpp).
 void apply_manifest_rules(RunConfig& config, const ManifestLocator& locator);
 
 }  // namespace ptdp

@@ -77,12 +77,12 @@ struct RunConfig {
   } checkpoint;
 
   struct Plugins {
-    std::string comm = "comm-ucx";
+    std::string communicator = "comm-ucx";
     std::string kernels = "kernels-ref";
     std::string scheduler = "sched-1f1b";
     std::string checkpoint = "ckpt-fs";
     std::vector<std::string> search_path;  // resolved against the manifest's folder
-    // [plugins.options.<slot>] tables, by slot name (comm, kernels, scheduler, checkpoint);
+    // [plugins.options.<slot>] tables, by slot name (communicator, kernels, scheduler, checkpoint);
     // validated against the plugin's schema when it is loaded. Every slot is present (an empty
     // table when the manifest has none).
     std::map<std::string, toml::table> options;
@@ -100,6 +100,9 @@ struct RunConfig {
 
   // What the loader decided on the user's behalf (e.g. vocab padding), for the log and `validate`.
   std::vector<std::string> notes;
+  // What the manifest should change though it still loads (a key under its deprecated name), one
+  // line each, for the commands to show once.
+  std::vector<std::string> warnings;
 };
 
 }  // namespace ptdp

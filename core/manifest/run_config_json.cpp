@@ -24,11 +24,24 @@ std::string toml_table(const nlohmann::json& table, const std::string& name) {
   return out + nested;
 }
 
+// Configurations stored before the communicator's slot was spelt out call it `comm`, as key and
+// as option table; read back, they name it as a manifest does now.
+void rename_old_communicator_slot(nlohmann::json& plugins) {
+  auto rename = [](nlohmann::json& table) {
+    if (!table.is_object() || !table.contains("comm")) return;
+    table["communicator"] = std::move(table["comm"]);
+    table.erase("comm");
+  };
+  rename(plugins);
+  if (plugins.contains("options")) rename(plugins["options"]);
+}
+
 }  // namespace
 
 std::string manifest_text(const nlohmann::json& resolved) {
   nlohmann::json keys = resolved;
   if (keys.contains("model")) keys["model"].erase("padded_vocab");
+  if (keys.contains("plugins")) rename_old_communicator_slot(keys["plugins"]);
   std::string text;
   for (const auto& [table, values] : keys.items()) text += toml_table(values, table) + "\n";
   return text;
@@ -64,7 +77,7 @@ nlohmann::ordered_json run_config_json(const RunConfig& c) {
         {"keep", c.checkpoint.keep}, {"resume_from", c.checkpoint.resume_from},
         {"resume_step", c.checkpoint.resume_step}}},
       {"plugins",
-       {{"comm", c.plugins.comm}, {"kernels", c.plugins.kernels}, {"scheduler", c.plugins.scheduler},
+       {{"communicator", c.plugins.communicator}, {"kernels", c.plugins.kernels}, {"scheduler", c.plugins.scheduler},
         {"checkpoint", c.plugins.checkpoint}, {"search_path", c.plugins.search_path}, {"options", options}}},
       {"launch",
        {{"nproc_per_node", c.launch.nproc_per_node}, {"master_addr", c.launch.master_addr},

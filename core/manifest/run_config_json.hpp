@@ -11,7 +11,7 @@
 namespace ptdp {
 
 // One object per manifest table ("run", "model", "parallel", ...), keyed as in docs/manifest.md.
-// `source` and the loader's notes are left out: they say where a run came from, not what it ran.
+// `source` and the loader's notes and warnings are left out: they say where a run came from, not what it ran.
 nlohmann::ordered_json run_config_json(const RunConfig& config);
 
 // The manifest text run_config_json() describes (derived values such as padded_vocab left out),

@@ -64,9 +64,10 @@ std::string describe_run(const RunConfig& c) {
   line("flops/step", fmt::format("{:.3e} (paper Eq. 3, {} recomputation)", flops_per_step(c),
                                  recompute ? "with full" : "without"));
   line("memory", model_state_per_rank(c));
-  line("plugins", fmt::format("comm {}, kernels {}, scheduler {}, checkpoint {}", c.plugins.comm, c.plugins.kernels,
-                              c.plugins.scheduler, c.plugins.checkpoint));
+  line("plugins", fmt::format("communicator {}, kernels {}, scheduler {}, checkpoint {}", c.plugins.communicator,
+                              c.plugins.kernels, c.plugins.scheduler, c.plugins.checkpoint));
   for (const std::string& note : c.notes) line("note", note);
+  for (const std::string& warning : c.warnings) line("warning", warning);
   return out;
 }
 

@@ -68,6 +68,8 @@ class TableReader {
   void read(std::string_view key, std::vector<double>& out, FloatRange range);
   // A sub-table, or null when absent.
   const toml::table* read_table(std::string_view key);
+  // Whether the table has `key`, without reading it.
+  bool contains(std::string_view key) const { return table_ && table_->contains(key); }
 
   // Refuses keys that were not read, then reports the first required key that was missing.
   // Unknown keys come first: a misspelt key is the likely cause of a missing one.

@@ -45,7 +45,8 @@ RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, con
   header.manifest = config.source;
   header.manifest_hash = manifest_hash(config.source);
   header.settings = run_config_json(config);
-  header.plugins.push_back(plugin_record(registry, config.plugins.comm, PluginKind::Communicator, "comm"));
+  header.plugins.push_back(
+      plugin_record(registry, config.plugins.communicator, PluginKind::Communicator, "communicator"));
   header.plugins.push_back(plugin_record(registry, config.plugins.kernels, PluginKind::LayerKernels, "kernels"));
   header.plugins.push_back(plugin_record(registry, config.plugins.scheduler, PluginKind::Scheduler, "scheduler"));
   // The checkpoint store is loaded only by runs that checkpoint.

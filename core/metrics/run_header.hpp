@@ -15,7 +15,7 @@
 namespace ptdp {
 
 struct PluginRecord {
-  std::string slot;  // manifest slot: comm, kernels, scheduler, checkpoint
+  std::string slot;  // manifest slot: communicator, kernels, scheduler, checkpoint
   std::string name, version, toolchain;
   std::string path;  // canonical path of the shared object
 };

@@ -29,19 +29,19 @@ Device place_rank(const PlacementRequest& r) {
 void check_device_sharing(const PlacementRequest& r) {
   const bool shared = r.kind != MemoryKind::Host && r.ranks_per_gpu > 1 && r.local_world_size > 1;
   if (shared && !(r.comm_capabilities & capability_bit(CommCapability::SharesDevice)))
-    throw Error(fmt::format("launch.ranks_per_gpu = {} puts several ranks on one GPU, but plugins.comm '{}' cannot "
-                            "share a GPU between ranks (NCCL, for one, refuses two ranks on one GPU); use "
-                            "plugins.comm = \"comm-ucx\", which can, or launch.ranks_per_gpu = 1",
-                            r.ranks_per_gpu, r.comm));
+    throw Error(fmt::format("launch.ranks_per_gpu = {} puts several ranks on one GPU, but plugins.communicator '{}' "
+                            "cannot share a GPU between ranks (NCCL, for one, refuses two ranks on one GPU); use "
+                            "plugins.communicator = \"comm-ucx\", which can, or launch.ranks_per_gpu = 1",
+                            r.ranks_per_gpu, r.communicator));
 }
 
 void check_memory_pairing(MemoryKind kernels_memory, uint32_t comm_memory_kinds, const std::string& kernels,
-                          const std::string& comm) {
+                          const std::string& communicator) {
   if (comm_memory_kinds & memory_bit(kernels_memory)) return;
   const char* memory = kernels_memory == MemoryKind::Cuda ? "CUDA" : "host";
-  throw Error(fmt::format("plugins.comm '{}' cannot move {} memory, which plugins.kernels '{}' computes in; "
+  throw Error(fmt::format("plugins.communicator '{}' cannot move {} memory, which plugins.kernels '{}' computes in; "
                           "choose a communicator that moves {} memory",
-                          comm, memory, kernels, memory));
+                          communicator, memory, kernels, memory));
 }
 
 }  // namespace ptdp

@@ -20,7 +20,7 @@ struct PlacementRequest {
   int local_world_size = 1;            // ranks on this node
   int ranks_per_gpu = 1;               // launch.ranks_per_gpu
   std::string kernels;                 // plugin names, for messages
-  std::string comm;
+  std::string communicator;
   uint32_t comm_capabilities = 0;      // Communicator::capabilities()
 };
 
@@ -34,7 +34,7 @@ Device place_rank(const PlacementRequest& request);
 // (comm_memory_kinds is Communicator::memory_kinds()), and ranks that share a GPU go over a
 // communicator that can share one. Throw ptdp::Error with one line.
 void check_memory_pairing(MemoryKind kernels_memory, uint32_t comm_memory_kinds, const std::string& kernels,
-                          const std::string& comm);
+                          const std::string& communicator);
 void check_device_sharing(const PlacementRequest& request);
 
 }  // namespace ptdp

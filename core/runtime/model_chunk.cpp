@@ -50,12 +50,12 @@ void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last,
   }
 }
 
-OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const MicrobatchData& data,
+OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const MicrobatchTokens& batch,
                                 Tensor loss, bool training) {
   OwnedTensor x;
   if (embedding_) {
     x = activation();
-    embedding_->forward(mb, *data.tokens, x.view, training);
+    embedding_->forward(mb, *batch.tokens, x.view, training);
   } else {
     x = activation();
     kernels_.copy(x.view, input);
@@ -76,7 +76,7 @@ OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const
     }
   }
   if (head_) {
-    head_->forward(mb, x.view, *data.targets, loss, training);
+    head_->forward(mb, x.view, *batch.targets, loss, training);
     return {};
   }
   return x;

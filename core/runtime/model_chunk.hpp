@@ -15,7 +15,7 @@
 
 namespace ptdp {
 
-struct MicrobatchData {
+struct MicrobatchTokens {
   const Tensor* tokens = nullptr;   // I32 [s, b] host, for a chunk with the embedding
   const Tensor* targets = nullptr;  // I32 [s, b] host, for a chunk with the head
 };
@@ -36,7 +36,7 @@ class ModelChunk {
 
   // input: activation [s, b, h] (ignored when the chunk has the embedding). Returns the output
   // activation, or an empty tensor when the chunk has the head (the loss goes to `loss`).
-  OwnedTensor forward(const MicroBatch& mb, const Tensor& input, const MicrobatchData& data,
+  OwnedTensor forward(const MicroBatch& mb, const Tensor& input, const MicrobatchTokens& batch,
                       Tensor loss, bool training);
   // A whole model on one rank (embedding to head), forward without dropout, keeping nothing:
   // logits F32 [s, b, padded_vocab / t] on the kernels' device (HeadLayer::logits).

@@ -85,28 +85,28 @@ void PipelineExecutor::exchange(const Instruction& instruction) {
   for (const auto& key : sent) buffers_.erase(key);
 }
 
-void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const MicrobatchLoader& loader, Tensor losses,
-                               float loss_scale, bool training) {
+void PipelineExecutor::compute(const ComputeOp& op, const StepContext& step) {
   ModelChunk& chunk = *model_chunks_.at(op.chunk);
   const ChunkLayout& layout = chunk.layout();
   const int vs = layout.virtual_stage;
-  MicroBatch mb = microbatch(step, op.microbatch);
-  mb.training = training;
+  MicroBatch mb = microbatch(step.step, op.microbatch);
+  mb.training = step.training;
   constexpr int kActivation = static_cast<int>(Transfer::Payload::Activation);
   constexpr int kGradient = static_cast<int>(Transfer::Payload::Gradient);
 
   if (op.kind == OpKind::Forward) {
-    MicrobatchData data;
+    MicrobatchTokens batch;
     if (layout.has_embedding || layout.has_head) {
-      auto found = batches_.find(op.microbatch);
-      if (found == batches_.end()) {
+      auto found = tokens_.find(op.microbatch);
+      if (found == tokens_.end()) {
         auto tokens = host_i32(model_.seq_len, model_.micro_batch);
         auto targets = host_i32(model_.seq_len, model_.micro_batch);
-        loader(step, op.microbatch, tokens.view, targets.view);
-        found = batches_.emplace(op.microbatch, std::make_pair(std::move(tokens), std::move(targets))).first;
+        step.batches.microbatch(step.step, mb.first_sample, model_.micro_batch, tokens.view.as<int32_t>(),
+                                targets.view.as<int32_t>());
+        found = tokens_.emplace(op.microbatch, std::make_pair(std::move(tokens), std::move(targets))).first;
       }
-      data.tokens = &found->second.first.view;
-      data.targets = &found->second.second.view;
+      batch.tokens = &found->second.first.view;
+      batch.targets = &found->second.second.view;
     }
     Tensor input;
     BufferKey input_key{kActivation, op.microbatch, vs - 1};
@@ -117,8 +117,8 @@ void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const Microbat
                              op.microbatch, vs));
       input = found->second.view;
     }
-    Tensor loss = layout.has_head ? losses.flat_slice(op.microbatch, 1) : Tensor{};
-    OwnedTensor out = chunk.forward(mb, input, data, loss, training);
+    Tensor loss = layout.has_head ? step.losses.flat_slice(op.microbatch, 1) : Tensor{};
+    OwnedTensor out = chunk.forward(mb, input, batch, loss, step.training);
     if (!layout.has_embedding) buffers_.erase(input_key);
     if (!layout.has_head) buffers_[{kActivation, op.microbatch, vs}] = std::move(out);
   } else {
@@ -134,25 +134,23 @@ void PipelineExecutor::compute(const ComputeOp& op, int64_t step, const Microbat
     const bool last = --backwards_left_.at(op.chunk) == 0;
     std::function<void(int)> layer_done;
     if (last && gradients_final_) layer_done = [&](int layer) { gradients_final_(op.chunk, layer); };
-    OwnedTensor dinput = chunk.backward(mb, doutput, loss_scale, layer_done);
+    OwnedTensor dinput = chunk.backward(mb, doutput, step.loss_scale, layer_done);
     if (!layout.has_head) buffers_.erase(grad_key);
     if (!layout.has_embedding) buffers_[{kGradient, op.microbatch, vs}] = std::move(dinput);
   }
 }
 
-void PipelineExecutor::run(const InstructionStream& stream, int64_t step, const MicrobatchLoader& loader,
-                           Tensor losses, float loss_scale, bool training, TimelineRecorder& timeline) {
+void PipelineExecutor::run(const StepContext& step) {
   buffers_.clear();
-  batches_.clear();
+  tokens_.clear();
   backwards_left_.assign(model_chunks_.size(), microbatches_);
-  for (const Instruction& ins : stream) {
+  for (const Instruction& ins : step.stream) {
     if (ins.kind == Instruction::Kind::Exchange) {
-      timeline.span("send/recv", "p2p", [&] { exchange(ins); });
+      step.timeline.span("send/recv", "p2p", [&] { exchange(ins); });
     } else {
       const bool fwd = ins.op.kind == OpKind::Forward;
       const std::string name = fmt::format("{}{}.{}", fwd ? 'F' : 'B', ins.op.microbatch, ins.op.chunk);
-      timeline.span(name, fwd ? "forward" : "backward",
-                    [&] { compute(ins.op, step, loader, losses, loss_scale, training); });
+      step.timeline.span(name, fwd ? "forward" : "backward", [&] { compute(ins.op, step); });
     }
   }
   PTDP_CHECK(buffers_.empty(), fmt::format("stage {}: the step left {} transfer buffers unused", me_.pp, buffers_.size()));

@@ -13,14 +13,11 @@
 #include <ptdp/layer_kernels.hpp>
 
 #include "runtime/model_chunk.hpp"
-#include "runtime/timeline_recorder.hpp"
+#include "runtime/step_context.hpp"
 #include "runtime/topology.hpp"
 #include "schedule/instruction_stream.hpp"
 
 namespace ptdp {
-
-// Fills the host token and target tensors (I32 [s, b]) of microbatch `slot` of `step`.
-using MicrobatchLoader = std::function<void(int64_t step, int slot, Tensor tokens, Tensor targets)>;
 
 class PipelineExecutor {
  public:
@@ -33,17 +30,17 @@ class PipelineExecutor {
   // gradients are final (layers numbered as ModelChunk::parameter_layers numbers them).
   void on_gradients_final(std::function<void(int chunk, int layer)> fn) { gradients_final_ = std::move(fn); }
 
-  // Runs the stream. losses: F32 [m] on the device; the head's chunk writes microbatch i's loss
-  // to element i. loss_scale multiplies the loss before backward (1/(m·d)).
-  void run(const InstructionStream& stream, int64_t step, const MicrobatchLoader& loader, Tensor losses,
-           float loss_scale, bool training, TimelineRecorder& timeline);
+  // Runs the step's stream; each microbatch of the first and the last stage reads its tokens from
+  // the step's batches.
+  void run(const StepContext& step);
 
  private:
   using BufferKey = std::tuple<int, int, int>;  // (payload, microbatch, producing virtual stage)
+  // The one place that says which global samples a microbatch holds: each data-parallel
+  // replica takes a contiguous share of the global batch, cut into microbatches in slot order.
   MicroBatch microbatch(int64_t step, int slot) const;
   void exchange(const Instruction& instruction);
-  void compute(const ComputeOp& op, int64_t step, const MicrobatchLoader& loader, Tensor losses,
-               float loss_scale, bool training);
+  void compute(const ComputeOp& op, const StepContext& step);
   int peer_rank(int peer_stage) const;
   int tag(const Transfer& t) const;
 
@@ -59,7 +56,7 @@ class PipelineExecutor {
   std::function<void(int, int)> gradients_final_;
   std::vector<int> backwards_left_;  // per chunk, this step
   std::map<BufferKey, OwnedTensor> buffers_;           // received inputs and outputs to send
-  std::map<int, std::pair<OwnedTensor, OwnedTensor>> batches_;  // slot -> (tokens, targets) on host
+  std::map<int, std::pair<OwnedTensor, OwnedTensor>> tokens_;  // slot -> (tokens, targets) on host
 };
 
 }  // namespace ptdp

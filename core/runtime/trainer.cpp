@@ -79,19 +79,33 @@ class RankTrainer {
   }
 
  private:
+  // Once per run, before the first step.
+  int64_t set_up();  // returns the step to start from
   void load_plugins();
   Device place_this_rank() const;
   PluginPlace place() const { return {id_.rank, id_.world_size, id_.local_rank, id_.local_world_size}; }
+  void join_world();
   void bind_streams();
   void build_model();
   void initialize_parameters();
+  void open_data();
+  int64_t open_checkpoints();  // returns the step to start from
+  void prepare_steps(int64_t first_step);
+
+  // The steps, and what they report and save.
+  TrainOutcome train(int64_t first_step);
+  StepMetrics train_step(const StepContext& step);  // fills step, loss, grad_norm and lr
   double step_loss(const Tensor& losses, int microbatches);
+  void record_step(const StepMetrics& metrics);  // rank 0: the metrics line and the progress line
+  std::optional<double> validation_loss(int64_t completed_steps);  // when validation is due
+  double forward_loss(const BatchSampler& batches, int count);  // mean over global batches 0 .. count-1
+  void evaluate();
+  void checkpoint_when_due(int64_t completed_steps);
+  void save_checkpoint(int64_t completed_steps);
+  bool stop_requested();  // collective over the world
   void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
   // Each rank's table of what its device did in the profiled steps, printed by rank 0.
   void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
-  int64_t open_checkpoints();  // returns the step to start from
-  void save_checkpoint(int64_t completed_steps);
-  bool stop_requested();  // collective over the world
 
   const RunConfig& cfg_;
   RankEnvironment id_;
@@ -109,10 +123,24 @@ class RankTrainer {
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ChunkBuffers> buffers_;  // each chunk's master weights and gradients
   std::unique_ptr<OptimizerState> optimizer_;
+  std::optional<RunData> data_;  // none when the loaded model is handed over (sample reads no data)
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
   nlohmann::json data_record_;              // RunData::record(), recorded in every step saved
   RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
+
+  // What every step uses, from prepare_steps on.
+  InstructionStream training_stream_;      // this stage's part of the verified schedule
+  InstructionStream forward_only_stream_;  // the same for validation and eval
+  std::optional<BatchSampler> training_batches_;
+  std::optional<BatchSampler> validation_batches_;  // only when validation runs (val_fraction may be 0 otherwise)
+  std::optional<PipelineExecutor> executor_;
+  std::optional<TimelineRecorder> timeline_;
+  OwnedTensor losses_;  // F32 [m]: each microbatch's loss
+  float loss_scale_ = 0;
+  std::unique_ptr<MetricsLog> metrics_;  // rank 0, with --metrics
+  std::optional<GradientReducer> reducer_;
+  std::optional<int64_t> unverified_save_;  // a step due to be saved, once the next one shows it sound
 };
 
 int64_t RankTrainer::open_checkpoints() {
@@ -184,10 +212,10 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
 }
 
 void RankTrainer::load_plugins() {
-  const auto& comm_info = registry_.load(cfg_.plugins.comm, PluginKind::Communicator, "comm");
+  const auto& comm_info = registry_.load(cfg_.plugins.communicator, PluginKind::Communicator, "communicator");
   const auto& kernels_info = registry_.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
   const auto& sched_info = registry_.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("comm"), place());
+  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("communicator"), place());
   kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), place());
   scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), place());
   const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
@@ -206,7 +234,7 @@ Device RankTrainer::place_this_rank() const {
   request.local_world_size = id_.local_world_size;
   request.ranks_per_gpu = cfg_.launch.ranks_per_gpu;
   request.kernels = cfg_.plugins.kernels;
-  request.comm = cfg_.plugins.comm;
+  request.communicator = cfg_.plugins.communicator;
   request.comm_capabilities = world_->capabilities();
   return place_rank(request);
 }
@@ -334,6 +362,21 @@ void RankTrainer::report_profile(const std::vector<DeviceActivity>& device_work,
 }
 
 TrainOutcome RankTrainer::run() {
+  const int64_t first_step = set_up();
+  if (options_.use_loaded_model) {
+    PTDP_CHECK(id_.world_size == 1 && chunks_.size() == 1, "a loaded model is handed over on one rank only");
+    options_.use_loaded_model(*kernels_, *chunks_.front(), model_spec(cfg_));
+    return TrainOutcome::Finished;
+  }
+  prepare_steps(first_step);
+  // With eval_batches the run only evaluates the model it loaded.
+  if (options_.eval_batches > 0) evaluate();
+  else if (train(first_step) == TrainOutcome::StoppedBySignal) return TrainOutcome::StoppedBySignal;
+  world_->barrier();
+  return TrainOutcome::Finished;
+}
+
+int64_t RankTrainer::set_up() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.launch.timeout_s * 1000));
   store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
   load_plugins();
@@ -342,6 +385,16 @@ TrainOutcome RankTrainer::run() {
   if (options_.profile)
     profiler_ = open_device_profiler(PluginRegistry::default_search_path(cfg_.plugins.search_path), device_,
                                      cfg_.plugins.kernels);
+  join_world();
+  build_model();
+  bind_streams();
+  initialize_parameters();
+  // A loaded model handed to the caller (sample) reads no data.
+  if (!options_.use_loaded_model) open_data();
+  return open_checkpoints();
+}
+
+void RankTrainer::join_world() {
   CommInit init;
   init.rank = id_.rank;
   init.size = id_.world_size;
@@ -351,157 +404,83 @@ TrainOutcome RankTrainer::run() {
   init.device = device_;
   world_->init(init);
   groups_ = build_parallel_groups(world_, topology_);
-  build_model();
-  bind_streams();
-  initialize_parameters();
-  // A loaded model handed to the caller (sample) reads no data.
-  std::optional<RunData> data;
-  if (!options_.use_loaded_model) {
-    data.emplace(RunData::open(cfg_));
-    tokenizer_ = run_tokenizer(cfg_, *data);
-    data_record_ = data->record();
-  }
-  const int64_t first_step = open_checkpoints();
-  if (options_.use_loaded_model) {
-    PTDP_CHECK(id_.world_size == 1 && chunks_.size() == 1, "a loaded model is handed over on one rank only");
-    options_.use_loaded_model(*kernels_, *chunks_.front(), model_spec(cfg_));
-    return TrainOutcome::Finished;
-  }
+}
 
+void RankTrainer::open_data() {
+  data_.emplace(RunData::open(cfg_));
+  tokenizer_ = run_tokenizer(cfg_, *data_);
+  data_record_ = data_->record();
+}
+
+void RankTrainer::prepare_steps(int64_t first_step) {
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
   const ScheduleShape shape{p, v, m};
   const PipelineSchedule schedule = plan_schedule(*scheduler_, shape);
   if (id_.rank == 0)
     spdlog::info("schedule {} verified: p={} v={} m={}, bubble (p-1)/(v*m) = {:.4f}, peak activations on stage 0: {}",
                  cfg_.plugins.scheduler, p, v, m, formula_bubble_fraction(shape), schedule.report.peak_activations.at(0));
-  const InstructionStream& stream = schedule.streams.at(me_.pp);
-  const InstructionStream validation_stream = verified_forward_only_streams(shape).at(me_.pp);
+  training_stream_ = schedule.streams.at(me_.pp);
+  forward_only_stream_ = verified_forward_only_streams(shape).at(me_.pp);
 
-  const BatchSampler train = data->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction);
-  // The validation split exists only when validation runs (val_fraction may be 0 otherwise).
-  std::optional<BatchSampler> validation;
+  training_batches_.emplace(data_->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
   if (cfg_.data.val_every > 0)
-    validation.emplace(data->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
-  const int64_t per_replica = cfg_.parallel.global_batch / topology_.data();
-  const int b = cfg_.parallel.micro_batch;
-  auto loader_for = [&](const BatchSampler& sampler) -> MicrobatchLoader {
-    return [&sampler, per_replica, b, this](int64_t step, int slot, Tensor tokens, Tensor targets) {
-      sampler.microbatch(step, me_.dp * per_replica + static_cast<int64_t>(slot) * b, b, tokens.as<int32_t>(),
-                         targets.as<int32_t>());
-    };
-  };
-  const MicrobatchLoader train_loader = loader_for(train);
-  const MicrobatchLoader validation_loader = validation ? loader_for(*validation) : MicrobatchLoader{};
+    validation_batches_.emplace(data_->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
 
-  PipelineExecutor executor(*kernels_, groups_, topology_, m, cfg_.parallel.scatter_gather, chunks_,
-                            model_spec(cfg_), per_replica);
-  TimelineRecorder timeline(*kernels_, /*wait_for_device=*/!profiler_);
-  OwnedTensor losses = kernels_->allocate({m}, DType::F32);
-  const float loss_scale = 1.0f / static_cast<float>(m * topology_.data());
-  const double flops = flops_per_step(cfg_);
-  const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
-  std::unique_ptr<MetricsLog> metrics;
+  executor_.emplace(*kernels_, groups_, topology_, m, cfg_.parallel.scatter_gather, chunks_, model_spec(cfg_),
+                    cfg_.parallel.global_batch / topology_.data());
+  timeline_.emplace(*kernels_, /*wait_for_device=*/!profiler_);
+  losses_ = kernels_->allocate({m}, DType::F32);
+  loss_scale_ = 1.0f / static_cast<float>(m * topology_.data());
   if (id_.rank == 0 && !options_.metrics_path.empty()) {
-    metrics = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
-    metrics->write_header(make_run_header(cfg_, registry_, device_));
+    metrics_ = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
+    metrics_->write_header(make_run_header(cfg_, registry_, device_));
   }
-  GradientReducer reducer(*kernels_, groups_, buffers_, optimizer_->distributed(), timeline);
-  executor.on_gradients_final([&reducer](int chunk, int layer) { reducer.layer_final(chunk, layer); });
-  // Mean loss over global batches 0 .. batches-1 of `loader`, forward only.
-  auto forward_loss = [&](const MicrobatchLoader& loader, int batches) {
-    double total = 0;
-    for (int k = 0; k < batches; ++k) {
-      executor.run(validation_stream, k, loader, losses.view, 0.0f, false, timeline);
-      total += step_loss(losses.view, m);
-    }
-    return total / batches;
-  };
+  reducer_.emplace(*kernels_, groups_, buffers_, optimizer_->distributed(), *timeline_);
+  executor_->on_gradients_final([this](int chunk, int layer) { reducer_->layer_final(chunk, layer); });
+}
 
+TrainOutcome RankTrainer::train(int64_t first_step) {
   const auto start = std::chrono::steady_clock::now();
   const bool tracing = !options_.trace_path.empty();
   // Trace steps after the first one (warm-up) when the run has more than one step.
   const int64_t trace_begin = first_step + (cfg_.run.steps - first_step > 1 ? 1 : 0);
   const int64_t trace_end = std::min<int64_t>(cfg_.run.steps, trace_begin + options_.trace_steps);
-  std::optional<int64_t> unverified_save;  // a step due to be saved, once the next one shows it sound
-  // With eval_batches the run only evaluates the model it loaded.
-  const int64_t end_step = options_.eval_batches > 0 ? first_step : cfg_.run.steps;
+  const double flops = flops_per_step(cfg_);
+  const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
   std::vector<ProfileWindow> profiled_steps;
   auto steady_us = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
   };
-  for (int64_t step = first_step; step < end_step; ++step) {
+  for (int64_t step = first_step; step < cfg_.run.steps; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
     const bool traced = step >= trace_begin && step < trace_end;
-    timeline.set_enabled(tracing && traced);
+    timeline_->set_enabled(tracing && traced);
     const bool profiled = profiler_ && traced;
     if (profiled) {
       profiler_->start();
       profiled_steps.push_back({steady_us(step_start), 0});
     }
-    reducer.begin_step();
-    executor.run(stream, step, train_loader, losses.view, loss_scale, true, timeline);
-    reducer.finish();
-    double grad_norm = 0;
-    timeline.span("grad norm", "collective", [&] { grad_norm = optimizer_->grad_norm(me_, p); });
-    AdamStep adam;
-    adam.step = step + 1;
-    adam.lr = static_cast<float>(learning_rate(schedule_, step, schedule_.decay_steps));
-    adam.beta1 = static_cast<float>(cfg_.optimizer.beta1);
-    adam.beta2 = static_cast<float>(cfg_.optimizer.beta2);
-    adam.eps = static_cast<float>(cfg_.optimizer.eps);
-    adam.weight_decay = cfg_.optimizer.type == "adamw" ? static_cast<float>(cfg_.optimizer.weight_decay) : 0.0f;
-    const double clip = cfg_.optimizer.grad_clip;
-    adam.grad_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / (grad_norm + 1e-6)) : 1.0f;
-    if (!std::isfinite(grad_norm))
-      throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted{}", step + 1,
-                              grad_norm, unsaved_note(unverified_save)));
-    // These gradients came from the weights of the previous step and are finite: that step is
-    // sound, and its weights and moments are still untouched until the update below.
-    if (unverified_save) {
-      save_checkpoint(*unverified_save);
-      unverified_save.reset();
-    }
-    timeline.span("optimizer step", "optimizer", [&] { optimizer_->step(adam); });
-    const double loss = step_loss(losses.view, m);
-    kernels_->synchronize();
+    StepMetrics sm = train_step({step, training_stream_, *training_batches_, losses_.view, loss_scale_, true, *timeline_});
     if (profiled) {
       profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
       profiler_->stop();
     }
-    if (!std::isfinite(loss))
-      throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, loss));
+    if (!std::isfinite(sm.loss))
+      throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, sm.loss));
     const auto now = std::chrono::steady_clock::now();
-    const double step_s = std::chrono::duration<double>(now - step_start).count();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-
-    StepMetrics sm;
-    sm.step = step + 1;
-    sm.loss = loss;
-    sm.grad_norm = grad_norm;
-    sm.lr = adam.lr;
-    sm.tokens_per_s = static_cast<double>(tokens_per_step) / step_s;
-    sm.tflops_per_gpu = flops / step_s / id_.world_size / 1e12;
-    sm.step_time_s = step_s;
-    sm.elapsed_s = elapsed;
-    const bool validate = cfg_.data.val_every > 0 && ((step + 1) % cfg_.data.val_every == 0 || step + 1 == cfg_.run.steps);
-    if (validate) sm.val_loss = forward_loss(validation_loader, cfg_.data.val_batches);
-    if (id_.rank == 0) {
-      if (metrics) metrics->write(sm);
-      if ((step + 1) % cfg_.run.log_every == 0 || step + 1 == cfg_.run.steps || step == 0)
-        spdlog::info("{}", progress_line(sm, cfg_.run.steps, elapsed));
-    }
+    sm.step_time_s = std::chrono::duration<double>(now - step_start).count();
+    sm.elapsed_s = std::chrono::duration<double>(now - start).count();
+    sm.tokens_per_s = static_cast<double>(tokens_per_step) / sm.step_time_s;
+    sm.tflops_per_gpu = flops / sm.step_time_s / id_.world_size / 1e12;
+    sm.val_loss = validation_loss(step + 1);
+    record_step(sm);
     if (step == trace_end - 1 && (tracing || profiler_)) {
       const std::vector<DeviceActivity> device_work = profiler_ ? profiler_->take_activities() : std::vector<DeviceActivity>{};
       if (profiler_) report_profile(device_work, profiled_steps);
-      if (tracing) write_trace(timeline, device_work);
+      if (tracing) write_trace(*timeline_, device_work);
     }
-    const bool last = step + 1 == cfg_.run.steps;
-    const bool due = checkpoints_ && cfg_.checkpoint.every > 0 && ((step + 1) % cfg_.checkpoint.every == 0 || last);
-    // A step is saved once the next one has shown its weights give finite gradients, so a
-    // diverged model never becomes the newest checkpoint; the last step has no next one.
-    if (due && !last) unverified_save = step + 1;
-    if (due && last) save_checkpoint(step + 1);
-    if (!last && stop_requested()) {
+    checkpoint_when_due(step + 1);
+    if (step + 1 < cfg_.run.steps && stop_requested()) {
       if (checkpoints_) save_checkpoint(step + 1);
       if (id_.rank == 0)
         spdlog::warn("stopped by signal {} after step {}/{}: {}", StopSignal::received(), step + 1, cfg_.run.steps,
@@ -511,16 +490,82 @@ TrainOutcome RankTrainer::run() {
       return TrainOutcome::StoppedBySignal;
     }
   }
-  if (options_.eval_batches > 0) {
-    // The whole file, not a split of it: what `ptdp-host eval` measures.
-    const BatchSampler whole = data->everything(cfg_.model.seq_len, cfg_.run.seed);
-    const double loss = forward_loss(loader_for(whole), options_.eval_batches);
-    if (id_.rank == 0)
-      spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data->train.front().corpus.name(), loss,
-                   std::exp(loss), options_.eval_batches, tokens_per_step);
-  }
-  world_->barrier();
   return TrainOutcome::Finished;
+}
+
+StepMetrics RankTrainer::train_step(const StepContext& step) {
+  reducer_->begin_step();
+  executor_->run(step);
+  reducer_->finish();
+  double grad_norm = 0;
+  step.timeline.span("grad norm", "collective", [&] { grad_norm = optimizer_->grad_norm(me_, topology_.pipeline()); });
+  AdamStep adam;
+  adam.step = step.step + 1;
+  adam.lr = static_cast<float>(learning_rate(schedule_, step.step, schedule_.decay_steps));
+  adam.beta1 = static_cast<float>(cfg_.optimizer.beta1);
+  adam.beta2 = static_cast<float>(cfg_.optimizer.beta2);
+  adam.eps = static_cast<float>(cfg_.optimizer.eps);
+  adam.weight_decay = cfg_.optimizer.type == "adamw" ? static_cast<float>(cfg_.optimizer.weight_decay) : 0.0f;
+  const double clip = cfg_.optimizer.grad_clip;
+  adam.grad_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / (grad_norm + 1e-6)) : 1.0f;
+  if (!std::isfinite(grad_norm))
+    throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted{}", step.step + 1,
+                            grad_norm, unsaved_note(unverified_save_)));
+  // These gradients came from the weights of the previous step and are finite: that step is
+  // sound, and its weights and moments are still untouched until the update below.
+  if (unverified_save_) {
+    save_checkpoint(*unverified_save_);
+    unverified_save_.reset();
+  }
+  step.timeline.span("optimizer step", "optimizer", [&] { optimizer_->step(adam); });
+  StepMetrics sm;
+  sm.step = step.step + 1;
+  sm.loss = step_loss(step.losses, cfg_.parallel.microbatches());
+  sm.grad_norm = grad_norm;
+  sm.lr = adam.lr;
+  kernels_->synchronize();
+  return sm;
+}
+
+void RankTrainer::record_step(const StepMetrics& sm) {
+  if (id_.rank != 0) return;
+  if (metrics_) metrics_->write(sm);
+  if (sm.step % cfg_.run.log_every == 0 || sm.step == cfg_.run.steps || sm.step == 1)
+    spdlog::info("{}", progress_line(sm, cfg_.run.steps, sm.elapsed_s));
+}
+
+std::optional<double> RankTrainer::validation_loss(int64_t completed_steps) {
+  const int every = cfg_.data.val_every;
+  if (every <= 0 || (completed_steps % every != 0 && completed_steps != cfg_.run.steps)) return std::nullopt;
+  return forward_loss(*validation_batches_, cfg_.data.val_batches);
+}
+
+double RankTrainer::forward_loss(const BatchSampler& batches, int count) {
+  double total = 0;
+  for (int k = 0; k < count; ++k) {
+    executor_->run({k, forward_only_stream_, batches, losses_.view, 0.0f, false, *timeline_});
+    total += step_loss(losses_.view, cfg_.parallel.microbatches());
+  }
+  return total / count;
+}
+
+void RankTrainer::evaluate() {
+  // The whole file, not a split of it: what `ptdp-host eval` measures.
+  const BatchSampler whole = data_->everything(cfg_.model.seq_len, cfg_.run.seed);
+  const double loss = forward_loss(whole, options_.eval_batches);
+  if (id_.rank == 0)
+    spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data_->train.front().corpus.name(),
+                 loss, std::exp(loss), options_.eval_batches,
+                 static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len);
+}
+
+void RankTrainer::checkpoint_when_due(int64_t completed_steps) {
+  const bool last = completed_steps == cfg_.run.steps;
+  if (!checkpoints_ || cfg_.checkpoint.every <= 0 || (completed_steps % cfg_.checkpoint.every != 0 && !last)) return;
+  // A step is saved once the next one has shown its weights give finite gradients, so a
+  // diverged model never becomes the newest checkpoint; the last step has no next one.
+  if (last) save_checkpoint(completed_steps);
+  else unverified_save_ = completed_steps;
 }
 
 bool RankTrainer::stop_requested() {

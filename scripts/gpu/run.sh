@@ -141,7 +141,7 @@ losses)
          --set optimizer.lr=5e-4)
   "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --metrics "$OUT/losses-cpu.jsonl" > "$OUT/losses-cpu.log" 2>&1
   "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --set 'plugins.kernels="kernels-fused"' \
-    --set 'plugins.comm="comm-nccl"' --set 'precision.params="bf16"' --metrics "$OUT/losses-gpu.jsonl" > "$OUT/losses-gpu.log" 2>&1
+    --set 'plugins.communicator="comm-nccl"' --set 'precision.params="bf16"' --metrics "$OUT/losses-gpu.jsonl" > "$OUT/losses-gpu.log" 2>&1
   row "20 steps, GPU vs CPU losses" "$(python3 - "$OUT/losses-cpu.jsonl" "$OUT/losses-gpu.jsonl" <<'PY'
 import json, sys
 cpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]
@@ -243,7 +243,7 @@ PY
   ;;
 layouts-1.3b)
   # The 1.3B model, 10 steps, split over two ranks on the one GPU, against its single-rank run.
-  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2)
+  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.communicator="comm-ucx"' --set launch.ranks_per_gpu=2)
   timed_run big-single examples/gpt-1gpu.toml "${big[@]}"
   timed_run big-t2 examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.tensor=2
   timed_run big-single8 examples/gpt-1gpu.toml "${big[@]}" --set parallel.global_batch=8
@@ -274,7 +274,7 @@ dopt)
   row "small d 2 distributed optimizer vs d 1" "$(loss_gap "$OUT/dopt-d2-distopt.jsonl" "$OUT/dopt-d1.jsonl" 20)"
   # The 1.3B model, 10 steps at B 8: two ranks on the one GPU over comm-ucx, each rank's peak
   # device memory (nvidia-smi, per process) with and without the distributed optimizer.
-  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.comm="comm-ucx"' --set launch.ranks_per_gpu=2
+  big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.communicator="comm-ucx"' --set launch.ranks_per_gpu=2
        --set parallel.global_batch=8)
   timed_run dopt-big-d1 examples/gpt-1gpu.toml "${big[@]}"
   for arm in "d2 false" "d2-distopt true"; do

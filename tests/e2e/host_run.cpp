@@ -63,7 +63,6 @@ path = "corpus.txt"
 val_fraction = 0.1
 
 [plugins]
-comm = "comm-ucx"
 kernels = "kernels-ref"
 scheduler = "sched-1f1b"
 search_path = [")" << PTDP_TEST_PLUGIN_DIR << R"("]
@@ -86,10 +85,14 @@ HostRun TinyGptWorkspace::run(const std::vector<std::string>& sets, int nproc, c
   for (const auto& s : sets) cmd << " --set " << s;
   cmd << " " << extra_args;
   const CommandResult ran = run_shell(cmd.str());
+  return host_run_result(ran, metrics);
+}
+
+HostRun host_run_result(const CommandResult& ran, const std::string& metrics_path) {
   HostRun result;
   result.exit_code = ran.exit_code;
   result.output = ran.output;
-  std::ifstream in(metrics);
+  std::ifstream in(metrics_path);
   for (std::string line; std::getline(in, line);)
     if (auto record = nlohmann::json::parse(line, nullptr, false); record.contains("step")) {  // not the header
       result.losses.push_back(record["loss"].get<double>());

@@ -24,6 +24,9 @@ struct CommandResult {
 // Runs a shell command line and waits for it.
 CommandResult run_shell(const std::string& command_line);
 
+// What a finished `ptdp-host run` reported: its exit code and output, and the steps of its --metrics file.
+HostRun host_run_result(const CommandResult& ran, const std::string& metrics_path);
+
 // A folder holding a byte-level text corpus and a manifest of a tiny GPT trained on it.
 class TinyGptWorkspace {
  public:

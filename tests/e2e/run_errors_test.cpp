@@ -50,7 +50,7 @@ TEST(RunErrors, ProfileOnTheHostIsRefusedOnceBeforeRanksStart) {
 
 TEST(RunErrors, MissingPlugin) {
   TinyGptWorkspace ws;
-  const HostRun r = ws.run({"plugins.comm=\"no-such-comm\""}, 1);
+  const HostRun r = ws.run({"plugins.communicator=\"no-such-comm\""}, 1);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("no-such-comm"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("not found"), std::string::npos) << r.output;
@@ -105,10 +105,10 @@ bool plugin_built(const std::string& name) {
 TEST(RunErrors, CommunicatorThatCannotMoveTheKernelsMemory) {
   if (!plugin_built("comm-nccl")) GTEST_SKIP() << "comm-nccl is not built (no CUDA)";
   TinyGptWorkspace ws;
-  const HostRun r = ws.run({"plugins.comm=\"comm-nccl\""}, 1);
+  const HostRun r = ws.run({"plugins.communicator=\"comm-nccl\""}, 1);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("plugins.comm 'comm-nccl' cannot move host memory, which plugins.kernels 'kernels-ref' "
-                          "computes in"),
+  EXPECT_NE(r.output.find("plugins.communicator 'comm-nccl' cannot move host memory, which plugins.kernels "
+                          "'kernels-ref' computes in"),
             std::string::npos)
       << r.output;
 }
@@ -116,12 +116,12 @@ TEST(RunErrors, CommunicatorThatCannotMoveTheKernelsMemory) {
 TEST(RunErrors, RanksSharingAGpuOverACommunicatorThatCannotShareOne) {
   if (!plugin_built("comm-nccl") || !plugin_built("kernels-fused")) GTEST_SKIP() << "the CUDA plugins are not built";
   TinyGptWorkspace ws;
-  const HostRun r = ws.run({"plugins.kernels=\"kernels-fused\"", "plugins.comm=\"comm-nccl\"",
+  const HostRun r = ws.run({"plugins.kernels=\"kernels-fused\"", "plugins.communicator=\"comm-nccl\"",
                             "precision.params=\"bf16\"", "parallel.tensor=2", "launch.ranks_per_gpu=2"},
                            2);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("launch.ranks_per_gpu = 2 puts several ranks on one GPU, but plugins.comm 'comm-nccl' "
-                          "cannot share a GPU between ranks"),
+  EXPECT_NE(r.output.find("launch.ranks_per_gpu = 2 puts several ranks on one GPU, but plugins.communicator "
+                          "'comm-nccl' cannot share a GPU between ranks"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("starting"), std::string::npos) << "ranks were started: " << r.output;

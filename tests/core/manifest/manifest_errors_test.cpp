@@ -45,11 +45,12 @@ const BrokenManifest kUnknownKeys[] = {
     {"precision", {add_after("params = \"fp32\"", "grads = \"bf16\"")}, "precision.grads", "grads", "unknown key"},
     {"data", {add_after("val_fraction = 0.1", "shuffle = true")}, "data.shuffle", "shuffle", "unknown key"},
     {"checkpoint", {add_after("every = 0", "retain = 3")}, "checkpoint.retain", "retain", "unknown key"},
-    {"plugins", {add_after("comm = \"comm-ucx\"", "optimizer = \"x\"")}, "plugins.optimizer", "optimizer = \"x\"", "unknown key"},
+    {"plugins", {add_after("communicator = \"comm-ucx\"", "optimizer = \"x\"")}, "plugins.optimizer", "optimizer = \"x\"", "unknown key"},
     {"launch", {add_after("timeout_s = 30", "gpus = 8")}, "launch.gpus", "gpus", "unknown key"},
     {"table", {{"[launch]", "[logging]\nlevel = 1\n\n[launch]"}}, "logging", "[logging]", "unknown key (keys of the manifest: "},
-    {"option_slot", {{"[plugins.options.comm]", "[plugins.options.optimizer]"}}, "plugins.options.optimizer",
-     "[plugins.options.optimizer]", "unknown key (keys of [plugins.options]: checkpoint, comm, kernels, scheduler)"},
+    {"option_slot", {{"[plugins.options.communicator]", "[plugins.options.optimizer]"}}, "plugins.options.optimizer",
+     "[plugins.options.optimizer]",
+     "unknown key (keys of [plugins.options]: checkpoint, communicator, kernels, scheduler)"},
 };
 INSTANTIATE_TEST_SUITE_P(UnknownKey, ManifestErrors, ::testing::ValuesIn(kUnknownKeys),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -70,8 +71,8 @@ const BrokenManifest kWrongTypes[] = {
      "  3]", "expected string, got integer"},
     {"value_for_table", {{"[precision]\nparams = \"fp32\"", "[precision.params]\nx = 1"}}, "precision.params",
      "[precision.params]", "expected string, got table"},
-    {"value_for_option_slot", {{"[plugins.options.comm]\ntransports = \"shm\"", "options.comm = 3"}},
-     "plugins.options.comm", "options.comm", "expected table, got integer"},
+    {"value_for_option_slot", {{"[plugins.options.communicator]\ntransports = \"shm\"", "options.communicator = 3"}},
+     "plugins.options.communicator", "options.communicator", "expected table, got integer"},
 };
 INSTANTIATE_TEST_SUITE_P(WrongType, ManifestErrors, ::testing::ValuesIn(kWrongTypes),
                          [](const auto& info) { return std::string(info.param.name); });

@@ -29,9 +29,9 @@ TEST(ManifestOverrides, ValuesAreReadAsToml) {
 }
 
 TEST(ManifestOverrides, BareWordsAreStrings) {
-  const RunConfig c = load_with({"parallel.recompute=full", "plugins.comm=comm-nccl", "run.name=a = b"});
+  const RunConfig c = load_with({"parallel.recompute=full", "plugins.communicator=comm-nccl", "run.name=a = b"});
   EXPECT_EQ(c.parallel.recompute, "full");
-  EXPECT_EQ(c.plugins.comm, "comm-nccl");
+  EXPECT_EQ(c.plugins.communicator, "comm-nccl");
   EXPECT_EQ(c.run.name, "a = b");
 }
 
@@ -51,10 +51,10 @@ TEST(ManifestOverrides, ReplaceExistingKeys) {
 
 TEST(ManifestOverrides, CreateKeysAndTables) {
   const RunConfig c = load_with({"launch.nnodes=2", "launch.nproc_per_node=4", "plugins.options.kernels.block=64",
-                                 "plugins.options.comm.transport=tcp"});
+                                 "plugins.options.communicator.transport=tcp"});
   EXPECT_EQ(c.launch.nnodes, 2);
   EXPECT_EQ(c.plugins.options.at("kernels")["block"].value<int64_t>(), 64);
-  EXPECT_EQ(c.plugins.options.at("comm")["transport"].value<std::string>(), "tcp");
+  EXPECT_EQ(c.plugins.options.at("communicator")["transport"].value<std::string>(), "tcp");
 
   const RunConfig minimal = load_manifest_string("[model]\nlayers = 2\nhidden = 32\nheads = 4\nseq_len = 8\nvocab = 100\n",
                                                  "min.toml", {"checkpoint.dir=/tmp/ck", "checkpoint.every=5"});

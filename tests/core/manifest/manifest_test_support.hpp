@@ -57,11 +57,11 @@ dir = ""
 every = 0
 
 [plugins]
-comm = "comm-ucx"
+communicator = "comm-ucx"
 scheduler = "sched-interleaved"
 search_path = ["plugins"]
 
-[plugins.options.comm]
+[plugins.options.communicator]
 transports = "shm"
 
 [launch]

@@ -18,7 +18,7 @@ TEST(RunConfigJson, WrittenBackAsAManifestItLoadsTheSameConfiguration) {
   EXPECT_EQ(resolved["model"]["ffn_hidden"], 4 * original.model.hidden);
   EXPECT_EQ(resolved["model"]["padded_vocab"], original.model.padded_vocab);
   EXPECT_FLOAT_EQ(resolved["model"]["layernorm_eps"].get<float>(), original.model.layernorm_eps);
-  EXPECT_EQ(resolved["plugins"]["options"]["comm"]["transports"], "shm");
+  EXPECT_EQ(resolved["plugins"]["options"]["communicator"]["transports"], "shm");
   // padded_vocab is derived, not a key; everything else must be one.
   const std::string manifest = manifest_text(resolved);
   EXPECT_EQ(manifest.find("padded_vocab"), std::string::npos);

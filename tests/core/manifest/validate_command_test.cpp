@@ -70,17 +70,19 @@ TEST(ValidateCommand, OverridesApplyAndAreNamed) {
 TEST(ValidateCommand, PluginsAndScheduleAreCheckedUnlessManifestOnly) {
   TempDir dir;
   const auto file = dir.write("good.toml", kManifest);
-  const Result misnamed = run_host("validate '" + file.string() + "' --set plugins.comm=comm-ucxx");
+  const Result misnamed = run_host("validate '" + file.string() + "' --set plugins.communicator=comm-ucxx");
   EXPECT_EQ(misnamed.status, 2);
-  EXPECT_THAT(misnamed.output, HasSubstr("plugins.comm: "));
+  EXPECT_THAT(misnamed.output, HasSubstr("plugins.communicator: "));
   EXPECT_THAT(misnamed.output, HasSubstr("comm-ucxx"));
-  const Result option = run_host("validate '" + file.string() + "' --set plugins.options.comm.colour=1");
+  const Result option = run_host("validate '" + file.string() + "' --set plugins.options.communicator.colour=1");
   EXPECT_EQ(option.status, 2);
-  EXPECT_THAT(option.output, HasSubstr("plugins.options.comm: plugin 'comm-ucx': unknown config key 'colour'"));
+  EXPECT_THAT(option.output,
+              HasSubstr("plugins.options.communicator: plugin 'comm-ucx': unknown config key 'colour'"));
   const Result schedule = run_host("validate '" + file.string() + "' --set plugins.scheduler=sched-1f1b");
   EXPECT_EQ(schedule.status, 2);
   EXPECT_THAT(schedule.output, HasSubstr("plugins.scheduler: sched-1f1b runs one model chunk per stage"));
-  const Result planning = run_host("validate --manifest-only '" + file.string() + "' --set plugins.comm=comm-ucxx");
+  const Result planning =
+      run_host("validate --manifest-only '" + file.string() + "' --set plugins.communicator=comm-ucxx");
   EXPECT_EQ(planning.status, 0) << planning.output;
   const Result good = run_host("validate '" + file.string() + "'");
   EXPECT_EQ(good.status, 0) << good.output;

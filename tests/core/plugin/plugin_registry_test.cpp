@@ -83,8 +83,8 @@ TEST(PluginRegistry, NotFoundListsTheSearchPath) {
 }
 
 TEST(PluginRegistry, NotFoundByExplicitPathNamesTheFile) {
-  EXPECT_EQ(load_refusal("/nonexistent/libptdp-x.so", PluginKind::Communicator, "comm"),
-            "plugin '/nonexistent/libptdp-x.so' (comm): not found: no file /nonexistent/libptdp-x.so");
+  EXPECT_EQ(load_refusal("/nonexistent/libptdp-x.so", PluginKind::Communicator, "communicator"),
+            "plugin '/nonexistent/libptdp-x.so' (communicator): not found: no file /nonexistent/libptdp-x.so");
 }
 
 TEST(PluginRegistry, EmptyNameIsRefused) {

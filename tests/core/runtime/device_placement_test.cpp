@@ -18,7 +18,7 @@ PlacementRequest gpu_request(int local_rank, int local_world, int gpus, int rank
   r.local_world_size = local_world;
   r.ranks_per_gpu = ranks_per_gpu;
   r.kernels = "kernels-fused";
-  r.comm = "comm-x";
+  r.communicator = "comm-x";
   r.comm_capabilities = caps;
   return r;
 }
@@ -67,9 +67,9 @@ TEST(DevicePlacement, MoreRanksThanGpusIsRefusedSayingWhatToSet) {
 TEST(DevicePlacement, SharingNeedsACommunicatorThatCanShareAGpu) {
   const std::string message = refusal(gpu_request(0, 2, 1, 2, /*capabilities=*/0));
   EXPECT_EQ(message,
-            "launch.ranks_per_gpu = 2 puts several ranks on one GPU, but plugins.comm 'comm-x' cannot share a GPU "
-            "between ranks (NCCL, for one, refuses two ranks on one GPU); use plugins.comm = \"comm-ucx\", which "
-            "can, or launch.ranks_per_gpu = 1");
+            "launch.ranks_per_gpu = 2 puts several ranks on one GPU, but plugins.communicator 'comm-x' cannot share a "
+            "GPU between ranks (NCCL, for one, refuses two ranks on one GPU); use plugins.communicator = \"comm-ucx\", "
+            "which can, or launch.ranks_per_gpu = 1");
   // One rank per node shares nothing, so any communicator will do.
   EXPECT_EQ(place_rank(gpu_request(0, 1, 1, 2, 0)).index, 0);
 }
