@@ -124,7 +124,7 @@ global_batch = 8
 [data]
 path = \"corpus.txt\"
 [plugins]
-comm = \"comm-ucx\"
+communicator = \"comm-ucx\"
 kernels = \"kernels-ref\"
 scheduler = \"${plugin}\"
 [launch]

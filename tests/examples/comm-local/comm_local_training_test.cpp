@@ -24,7 +24,7 @@ TEST(CommLocalExample, TrainsWithTheLossesOfOneRank) {
   } runs[] = {{Layout{2, 1, 2, 1, false, false}, false}, {Layout{2, 2, 2, 1, true, false}, true}};
   for (const auto& [layout, distributed_optimizer] : runs) {
     std::vector<std::string> sets = layout.sets();
-    sets.push_back(std::string("plugins.comm=\"") + COMM_LOCAL_PLUGIN + "\"");
+    sets.push_back(std::string("plugins.communicator=\"") + COMM_LOCAL_PLUGIN + "\"");
     sets.push_back(std::string("parallel.distributed_optimizer=") + (distributed_optimizer ? "true" : "false"));
     const HostRun run = workspace.run(sets, layout.ranks());
     ASSERT_EQ(run.exit_code, 0) << layout.name() << ":\n" << run.output;
