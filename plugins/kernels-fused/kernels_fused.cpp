@@ -15,7 +15,6 @@
 #include "ptdp/checked_call_cuda.hpp"
 #include "transformer_block.hpp"
 #include "working_copy.hpp"
-#include "zero_fill.hpp"
 
 namespace ptdp::fused {
 namespace {
@@ -135,7 +134,7 @@ OwnedTensor KernelsFused::allocate(const std::vector<int64_t>& shape, DType dtyp
   b->activate();
   t.storage = b->arena().allocate(t.view.bytes());
   t.view.data = t.storage.get();
-  zero_fill(t.view.data, t.view.bytes(), b->kernel_context());
+  PTDP_CALL(cudaMemsetAsync(t.view.data, 0, t.view.bytes(), b->stream()));
   return t;
 }
 
@@ -174,7 +173,7 @@ void KernelsFused::fill_zero(Tensor t) {
     return;
   }
   b->activate();
-  zero_fill(t.data, t.bytes(), b->kernel_context());
+  PTDP_CALL(cudaMemsetAsync(t.data, 0, t.bytes(), b->stream()));
 }
 
 double KernelsFused::sum_squares(const std::vector<Tensor>& tensors) {

@@ -18,7 +18,6 @@
 #include "test_device.hpp"
 #include "token_rows.hpp"
 #include "working_copy.hpp"
-#include "zero_fill.hpp"
 
 namespace ptdp::fused::test {
 namespace {
@@ -595,27 +594,6 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
                 std::to_string(mismatched) + " of " + std::to_string(total) + " elements differ from the rounded master");
 }
 
-// Every start offset within 16 bytes and sizes around the 16-byte body: exactly the range is
-// zeroed, its neighbours keep their bytes.
-void check_zero_fill(Checks& checks, TestDevice& dev) {
-  constexpr size_t kSpace = 3 * 65536 + 64;
-  DeviceArray<uint8_t> space(kSpace);
-  size_t wrong = 0, cases = 0;
-  for (size_t offset = 0; offset < 16; ++offset)
-    for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{1000},
-                         size_t{3 * 65536 + 5}}) {
-      space.poison();
-      cuda_ok(cudaDeviceSynchronize(), "poison");  // the legacy stream's memset before ctx's kernel
-      zero_fill(space.get() + offset, bytes, dev.ctx);
-      dev.sync();
-      const std::vector<uint8_t> got = space.download();
-      for (size_t i = 0; i < kSpace; ++i) wrong += got[i] != (i >= offset && i < offset + bytes ? 0 : 0xff);
-      ++cases;
-    }
-  checks.record("zero_fill at 16 offsets x 8 sizes (" + std::to_string(cases) + " cases)", wrong == 0,
-                std::to_string(wrong) + " bytes wrong");
-}
-
 }  // namespace
 
 void run_kernel_checks(Checks& checks) {
@@ -653,7 +631,6 @@ void run_kernel_checks(Checks& checks) {
   checks.run("column sum", [&] { check_column_sum(checks, dev, 300, 192); });
   checks.run("column sum", [&] { check_column_sum(checks, dev, 17, 30); });
   checks.run("adam and grad norm", [&] { check_adam_and_norm(checks, dev); });
-  checks.run("zero_fill", [&] { check_zero_fill(checks, dev); });
 }
 
 }  // namespace ptdp::fused::test
