@@ -209,6 +209,8 @@ RunConfig load(std::string_view text, const std::string& source, const fs::path&
   read_launch({locator, "launch", launch}, c.launch);
 
   settle_data_parallel(c, locator, parallel && parallel->contains("data"), launched);
+  if (!(parallel && parallel->contains("bucket_elements")))
+    c.parallel.bucket_elements = default_bucket_elements(c.parallel.data);
   apply_manifest_rules(c, locator);
   resolve_paths(c, locator, manifest_dir);
   return c;

@@ -1,6 +1,7 @@
 #pragma once
 // RunConfig: a manifest after parsing and validation. Every field has been checked on its own
 // and against the others (the rules of docs/architecture.md §1) by load_manifest(); the rest of the core trusts it.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,7 +37,7 @@ struct RunConfig {
     std::string recompute = "none";  // "none" | "full"
     int recompute_every = 1;         // with "full": checkpoint every c layers
     bool distributed_optimizer = false;  // master state and Adam moments sharded over d (ZeRO-1)
-    int64_t bucket_elements = 40000000;  // gradients per data-parallel reduction (Megatron-Core's)
+    int64_t bucket_elements = 40000000;  // gradients per data-parallel reduction; see default_bucket_elements
     int world_size() const { return tensor * pipeline * data; }
     int microbatches() const { return global_batch / (micro_batch * data); }  // m
   } parallel;
@@ -104,5 +105,12 @@ struct RunConfig {
   // line each, for the commands to show once.
   std::vector<std::string> warnings;
 };
+
+// Megatron-Core's bucket size when the manifest gives none: max(40M, 1M · d) gradients, so that
+// each data-parallel rank's share of a bucket stays at least 1M elements, enough for a collective
+// to run at bandwidth, however large d grows.
+inline int64_t default_bucket_elements(int data_parallel) {
+  return std::max<int64_t>(40000000, int64_t{1000000} * data_parallel);
+}
 
 }  // namespace ptdp

@@ -28,6 +28,18 @@ TEST(WorldSize, LeftOutDataIsTheLaunchTablesWorldOverPipelineAndTensor) {
   EXPECT_EQ(wider.parallel.microbatches(), 2);
 }
 
+TEST(WorldSize, TheDefaultBucketGrowsWithTheDerivedData) {
+  // Megatron-Core's max(40M, 1M * d); a given size stays as given.
+  EXPECT_EQ(load_manifest_string(kDataLeftOut, "t.toml").parallel.bucket_elements, 40000000);
+  const RunConfig wide = load_manifest_string(kDataLeftOut, "t.toml", {"launch.nproc_per_node=256", "parallel.global_batch=128"});
+  EXPECT_EQ(wide.parallel.data, 64);
+  EXPECT_EQ(wide.parallel.bucket_elements, 64000000);
+  EXPECT_EQ(load_manifest_string(kDataLeftOut, "t.toml", {"launch.nproc_per_node=256", "parallel.global_batch=128",
+                                                               "parallel.bucket_elements=5000"})
+                .parallel.bucket_elements,
+            5000);
+}
+
 TEST(WorldSize, LeftOutDataIsRefusedWhenPipelineTimesTensorDoesNotDivideTheWorld) {
   EXPECT_EQ(load_error(kDataLeftOut, {"launch.nproc_per_node=6"}),
             "--set launch.nproc_per_node=6: launch.nproc_per_node: parallel.data is left out, so it is the world size "

@@ -121,8 +121,11 @@ TEST(PaperValidation, FigureSixteenThroughputFallsPastMicroBatchTwo) {
   }
   std::cout << line << fmt::format(" (paper: best b {})\n", integer(f, "best_micro_batch"));
   const int paper_best = integer(f, "best_micro_batch");
-  for (int b : integers(f, "micro_batches"))
-    if (b > paper_best) EXPECT_LT(throughput.at(b), throughput.at(b / 2)) << "b " << b;
+  for (int b : integers(f, "micro_batches")) {
+    if (b > paper_best) {
+      EXPECT_LT(throughput.at(b), throughput.at(b / 2)) << "b " << b;
+    }
+  }
 }
 
 TEST(PaperValidation, FigureSeventeenRecomputationMakesASmallBatchStepAThirdLonger) {
