@@ -1,11 +1,12 @@
 #include "local_communicator.hpp"
 
+#include <ptdp/host_reduce.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <utility>
 
-#include "reduce.hpp"
 
 namespace comm_local {
 
@@ -103,7 +104,7 @@ void LocalCommunicator::reduce_scatter_blocks(const std::string& at, const char*
   // Rank order, whoever this rank is: the bits of the result depend on the order of the sum.
   auto contribution = [&](int r) { return r == rank_ ? data + blocks.offset[r] * element : got[r].data(); };
   std::vector<char> sum(contribution(0), contribution(0) + mine);
-  for (int r = 1; r < size(); ++r) reduce_into(sum.data(), contribution(r), blocks.count(rank_), dtype, op);
+  for (int r = 1; r < size(); ++r) ptdp::host_reduce(sum.data(), contribution(r), blocks.count(rank_), dtype, op);
   std::memcpy(result, sum.data(), mine);  // result may be this rank's block of data: written last
 }
 
@@ -121,7 +122,7 @@ void LocalCommunicator::all_reduce(Tensor buffer, ptdp::ReduceOp op) {
   const std::string at = where("all_reduce");
   check_ready(at);
   check_buffer(at, buffer, "buffer");
-  if (!reducible(buffer.dtype))
+  if (!ptdp::host_reducible(buffer.dtype))
     throw Error(at + "cannot reduce " + ptdp::dtype_name(buffer.dtype) + " (comm-local reduces f32, bf16, i32, i64)");
   // Each rank reduces one block, then every rank gathers all blocks: each sends about twice
   // its buffer in all, whatever the group size.
@@ -138,7 +139,7 @@ void LocalCommunicator::reduce_scatter(const Tensor& input, Tensor output, ptdp:
   check_buffer(at, output, "output");
   if (input.dtype != output.dtype)
     throw Error(at + "input is " + ptdp::dtype_name(input.dtype) + ", output " + ptdp::dtype_name(output.dtype));
-  if (!reducible(input.dtype))
+  if (!ptdp::host_reducible(input.dtype))
     throw Error(at + "cannot reduce " + ptdp::dtype_name(input.dtype) + " (comm-local reduces f32, bf16, i32, i64)");
   if (input.numel() != size() * output.numel())
     throw Error(at + "input has " + count_text(static_cast<size_t>(input.numel()), "elements") + ", expected " +

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "reduce.hpp"
+#include "ptdp/host_reduce.hpp"
 #include "ucx_communicator.hpp"
 
 namespace ptdp::comm_ucx {
@@ -95,7 +95,7 @@ void UcxCommunicator::all_reduce(Tensor buffer, ReduceOp op) {
   const std::string ctx = context("all_reduce");
   require_init(ctx);
   check_tensor(ctx, buffer, "buffer");
-  if (!reducible(buffer.dtype))
+  if (!host_reducible(buffer.dtype))
     throw Error(ctx + "cannot reduce " + dtype_name(buffer.dtype) + " tensors (supported: f32, bf16, i32, i64)");
   start_collective(ctx);
   const size_t count = static_cast<size_t>(buffer.numel());
@@ -121,7 +121,7 @@ void UcxCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceO
   check_tensor(ctx, output, "output");
   if (input.dtype != output.dtype)
     throw Error(ctx + "input is " + dtype_name(input.dtype) + " but output is " + dtype_name(output.dtype));
-  if (!reducible(input.dtype))
+  if (!host_reducible(input.dtype))
     throw Error(ctx + "cannot reduce " + dtype_name(input.dtype) + " tensors (supported: f32, bf16, i32, i64)");
   const int n = size();
   if (input.numel() != n * output.numel())

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "buffer_memory.hpp"
-#include "reduce.hpp"
+#include "ptdp/host_reduce.hpp"
 
 namespace ptdp::comm_ucx {
 
@@ -19,7 +19,7 @@ class HostMemory final : public BufferMemory {
   }
   void copy(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
   void reduce(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) override {
-    reduce_into(acc, in, count, dtype, op);
+    host_reduce(acc, in, count, dtype, op);
   }
   // UCX moves host buffers as they are: nothing it keeps outlives a transfer.
   char* stage(const void* caller, size_t, bool) override { return static_cast<char*>(const_cast<void*>(caller)); }
