@@ -4,21 +4,10 @@
 # WORK_DIR/build, and checks the installed ptdp-host lists it as a loadable scheduler.
 cmake_minimum_required(VERSION 3.25)
 
-function(run_step what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
-  endif()
-  set(step_output "${out}" PARENT_SCOPE)
-  set(step_log "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/build_against_install.cmake)
 
-set(prefix ${WORK_DIR}/prefix)
+install_ptdp(${WORK_DIR})
 set(build ${WORK_DIR}/build)
-file(REMOVE_RECURSE ${WORK_DIR})
-file(MAKE_DIRECTORY ${WORK_DIR})
-
-run_step("install of ${PTDP_BUILD_DIR}" ${CMAKE_COMMAND} --install ${PTDP_BUILD_DIR} --prefix ${prefix})
 foreach(file include/ptdp/plugin.hpp include/ptdp/sdk.hpp bin/ptdp-host)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "install lacks ${file}")
@@ -35,22 +24,8 @@ if(NOT "${built_plugins}" STREQUAL "${installed_plugins}")
 endif()
 
 # A fresh configure that can only find ptdp in the private prefix.
-run_step("configure of ${EXAMPLE_SOURCE_DIR}" ${CMAKE_COMMAND}
-  -S ${EXAMPLE_SOURCE_DIR} -B ${build}
-  -DCMAKE_BUILD_TYPE=Release
-  -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-  -DCMAKE_PREFIX_PATH=${prefix}
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
-  -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
-file(STRINGS ${build}/CMakeCache.txt ptdp_dir_line REGEX "^ptdp_DIR:")
-if(NOT ptdp_dir_line MATCHES "=${prefix}/")
-  message(FATAL_ERROR "the example found ptdp elsewhere: ${ptdp_dir_line}")
-endif()
-run_step("build of the example" ${CMAKE_COMMAND} --build ${build})
+build_example(${EXAMPLE_SOURCE_DIR} ${build} libptdp-sched-gpipe.so)
 set(plugin ${build}/libptdp-sched-gpipe.so)
-if(NOT EXISTS ${plugin})
-  message(FATAL_ERROR "the example built no ${plugin}")
-endif()
 
 run_step("ptdp-host plugins" ${CMAKE_COMMAND} -E env --unset=PTDP_PLUGIN_PATH
   ${prefix}/bin/ptdp-host plugins --json --path ${build})
