@@ -36,9 +36,9 @@ __device__ __forceinline__ bool vectorizable(const AdamTensor& t) {
          (reinterpret_cast<uintptr_t>(t.working) & 7) == 0;
 }
 
-// Adam moves 30 bytes per element and computes little: it is bound by DRAM bandwidth, which
-// 4-byte accesses leave a third unused on the H200 (62% measured); 16-byte accesses keep more
-// bytes in flight per thread.
+// Adam moves 30 bytes per element and computes little: it is bound by DRAM bandwidth. With
+// 4-byte accesses it reached 65% of the H200's, with 16-byte ones (more bytes in flight per
+// thread) 83% (BENCHMARKS.md, 2026-12-01).
 __global__ void adam_kernel(const AdamTensor* __restrict__ tensors, const ChunkRef* __restrict__ chunks,
                             AdamHyper h) {
   const ChunkRef c = chunks[blockIdx.x];
