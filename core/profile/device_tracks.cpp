@@ -32,10 +32,11 @@ std::vector<DeviceActivity> device_activities_from_json(const std::string& text)
   return out;
 }
 
-void add_device_tracks(ChromeTrace& trace, int pid, const std::vector<DeviceActivity>& activities, double origin_us) {
+void add_device_tracks(ChromeTrace& trace, int pid, const std::vector<DeviceActivity>& activities, double origin_us,
+                       int first_tid) {
   std::map<uint32_t, int> track;  // stream id -> trace thread
   for (const DeviceActivity& a : activities) track.emplace(a.stream, 0);
-  int next = 1;
+  int next = first_tid;
   for (auto& [stream, tid] : track) {
     tid = next++;
     trace.set_thread_name(pid, tid, fmt::format("GPU stream {}", stream));

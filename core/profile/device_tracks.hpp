@@ -15,8 +15,9 @@ std::string device_activities_to_json(const std::vector<DeviceActivity>& activit
 std::vector<DeviceActivity> device_activities_from_json(const std::string& text);
 
 // Adds the activities to process `pid` of the trace, times shifted by -origin_us (the origin of
-// the rank's own spans): stream tracks are threads 1, 2, ... in the order of the stream ids,
-// named "GPU stream <id>".
-void add_device_tracks(ChromeTrace& trace, int pid, const std::vector<DeviceActivity>& activities, double origin_us);
+// the rank's own spans): stream tracks are threads first_tid, first_tid + 1, ... in the order of
+// the stream ids, named "GPU stream <id>".
+void add_device_tracks(ChromeTrace& trace, int pid, const std::vector<DeviceActivity>& activities, double origin_us,
+                       int first_tid);
 
 }  // namespace ptdp

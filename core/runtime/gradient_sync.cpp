@@ -25,8 +25,10 @@ bool counts_in_grad_norm(const ParamRef& p, const GridPosition& me, int stages) 
 }
 
 GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
-                                 bool reduce_scatter, TimelineRecorder& timeline)
-    : kernels_(kernels), groups_(groups), chunks_(chunks), reduce_scatter_(reduce_scatter), timeline_(timeline) {
+                                 bool reduce_scatter, ReductionLane* lane, TimelineRecorder& timeline)
+    : kernels_(kernels), groups_(groups), chunks_(chunks), reduce_scatter_(reduce_scatter), lane_(lane),
+      timeline_(timeline) {
+  PTDP_CHECK(lane_ || groups_.data->size() == 1, "a data-parallel group of more than one rank needs a reduction lane");
   for (const ChunkBuffers& c : chunks_) reduced_.emplace_back(c.layout().buckets.size(), false);
 }
 
@@ -58,24 +60,31 @@ void GradientReducer::finish() {
       if (!reduced_[c][b]) reduce(static_cast<int>(c), b);
     }
   }
+  if (!lane_) return;
+  timeline_.span("wait for dp reductions", "collective", [&] { lane_->wait_all(); });
+  kernels_.compute_waits_for_side();
 }
 
 void GradientReducer::reduce(int chunk, size_t b) {
   reduced_[chunk][b] = true;
-  Communicator& data = *groups_.data;
-  if (data.size() == 1) return;
-  const ChunkBuffers& c = chunks_[chunk];
-  const GradientBucket& bucket = c.layout().buckets[b];
-  const Tensor range = c.grad().flat_slice(bucket.offset, bucket.size);
-  const char* what = reduce_scatter_ ? "reduce-scatter" : "all-reduce";
-  timeline_.span(fmt::format("dp {} {}.{}", what, chunk, b), "data-parallel", [&] {
-    if (!reduce_scatter_) {
-      data.all_reduce(range, ReduceOp::Sum);
-      return;
-    }
-    // In place: the output is this rank's block of the input.
-    const BucketShard shard = bucket_shard(bucket, data.rank(), data.size());
-    data.reduce_scatter(range, c.grad().flat_slice(shard.begin, shard.count), ReduceOp::Sum);
+  if (!lane_) return;
+  const Tensor grad = chunks_[chunk].grad();
+  const GradientBucket* bucket = &chunks_[chunk].layout().buckets[b];  // layouts never change
+  std::string name = fmt::format("dp {} {}.{}", reduce_scatter_ ? "reduce-scatter" : "all-reduce", chunk, b);
+  // What the lane enqueues on the side stream follows the backward enqueued so far.
+  kernels_.side_waits_for_compute();
+  lane_->post([this, name = std::move(name), grad, bucket] {
+    Communicator& data = lane_->data();
+    const Tensor range = grad.flat_slice(bucket->offset, bucket->size);
+    timeline_.lane_span(name, "data-parallel", [&] {
+      if (!reduce_scatter_) {
+        data.all_reduce(range, ReduceOp::Sum);
+        return;
+      }
+      // In place: the output is this rank's block of the input.
+      const BucketShard shard = bucket_shard(*bucket, data.rank(), data.size());
+      data.reduce_scatter(range, grad.flat_slice(shard.begin, shard.count), ReduceOp::Sum);
+    });
   });
 }
 

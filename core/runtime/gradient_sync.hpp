@@ -1,8 +1,9 @@
 #pragma once
 // The data-parallel gradient reduction. Each bucket of each chunk's gradient buffer is reduced
 // over the data-parallel group, in place, as soon as its gradients are final (the last
-// microbatch's backward of the layers in it), while the backward goes on; the flush sums the
-// tied word embedding over the embedding group and reduces what is left. With the distributed
+// microbatch's backward of the layers in it): it is handed to the reduction lane, which runs it
+// while the backward goes on (reduction_lane.hpp). The flush sums the tied word embedding over
+// the embedding group, hands over what is left and waits for the lane. With the distributed
 // optimizer a bucket is reduce-scattered: each rank ends with the sum of its own 1/d shard.
 // Gradients are already those of the global-batch mean (the loss was scaled by 1/(m·d) before
 // the backward), so the reduction is a plain fp32 sum.
@@ -11,6 +12,7 @@
 #include <ptdp/layer_kernels.hpp>
 
 #include "runtime/chunk_buffers.hpp"
+#include "runtime/reduction_lane.hpp"
 #include "runtime/timeline_recorder.hpp"
 #include "runtime/topology.hpp"
 
@@ -18,14 +20,16 @@ namespace ptdp {
 
 class GradientReducer {
  public:
+  // lane: where the reductions run; null when the data-parallel group is one rank.
   GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
-                  bool reduce_scatter, TimelineRecorder& timeline);
+                  bool reduce_scatter, ReductionLane* lane, TimelineRecorder& timeline);
 
   // Zeroes every gradient buffer; the step's backward accumulates into them.
   void begin_step();
   // Layer `unit` of `chunk` ran its last backward of the step: reduces every bucket now final.
   void layer_final(int chunk, int unit);
-  // The flush: the tied word embedding's sum, then every bucket not reduced yet.
+  // The flush: the tied word embedding's sum, then every bucket not reduced yet; returns when
+  // every bucket is reduced and the compute stream follows the reductions.
   void finish();
 
  private:
@@ -35,6 +39,7 @@ class GradientReducer {
   const ParallelGroups& groups_;
   std::vector<ChunkBuffers>& chunks_;
   bool reduce_scatter_;
+  ReductionLane* lane_;
   TimelineRecorder& timeline_;
   std::vector<std::vector<bool>> reduced_;  // per chunk and bucket, this step
 };

@@ -11,9 +11,25 @@ void TimelineRecorder::span(const std::string& name, const std::string& category
   const auto start = Clock::now();
   fn();
   if (wait_for_device_) kernels_.synchronize();
+  record(name, category, start, false);
+}
+
+void TimelineRecorder::lane_span(const std::string& name, const std::string& category, const std::function<void()>& fn) {
+  if (!enabled_) {
+    fn();
+    return;
+  }
+  const auto start = Clock::now();
+  fn();
+  record(name, category, start, true);
+}
+
+void TimelineRecorder::record(const std::string& name, const std::string& category, Clock::time_point start,
+                              bool on_lane) {
   const auto end = Clock::now();
   using us = std::chrono::duration<double, std::micro>;
-  spans_.push_back({name, category, us(start - origin_).count(), us(end - start).count()});
+  std::lock_guard lock(mutex_);
+  spans_.push_back({name, category, us(start - origin_).count(), us(end - start).count(), on_lane});
 }
 
 }  // namespace ptdp

@@ -5,8 +5,15 @@
 // profiler it does not wait: the profiler's tracks show when the device worked, and the spans
 // then show when the host issued each op, so that the trace shows where the device waited for
 // the host (waits would make that idle time themselves).
+//
+// Spans come from two host threads: the computing one (the "ops" track) and the data-parallel
+// reduction lane's (its own track, reduction_lane.hpp). The lane's spans never wait for the
+// device: on the host its calls return when done, so a span covers the work; on a GPU it shows
+// when the lane handed the work to the side stream, and the profiler's tracks show it run.
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +26,7 @@ struct TimelineSpan {
   std::string name;      // "F3.1", "B0.0", "send/recv", "dp all-reduce", ...
   std::string category;  // "forward", "backward", "p2p", "collective", "optimizer"
   double start_us = 0, duration_us = 0;
+  bool on_reduction_lane = false;  // recorded by the reduction lane's thread
 };
 
 class TimelineRecorder {
@@ -29,15 +37,22 @@ class TimelineRecorder {
   void set_enabled(bool on) { enabled_ = on; }
   // Times fn(); device work is waited for (when wait_for_device) so the span covers it.
   void span(const std::string& name, const std::string& category, const std::function<void()>& fn);
+  // Times fn() on the reduction lane's thread, without waiting for the device.
+  void lane_span(const std::string& name, const std::string& category, const std::function<void()>& fn);
+  // Read once no lane task runs (after the step's flush).
   const std::vector<TimelineSpan>& spans() const { return spans_; }
   // Where the spans' time 0 lies, in microseconds of Clock's epoch (the device profiler's base).
   double origin_us() const { return std::chrono::duration<double, std::micro>(origin_.time_since_epoch()).count(); }
 
  private:
+  // Appends the span from `start` to now.
+  void record(const std::string& name, const std::string& category, Clock::time_point start, bool on_lane);
+
   LayerKernels& kernels_;
   bool wait_for_device_;
   Clock::time_point origin_;
-  bool enabled_ = false;
+  std::atomic<bool> enabled_ = false;
+  std::mutex mutex_;  // spans_, appended to from both threads
   std::vector<TimelineSpan> spans_;
 };
 

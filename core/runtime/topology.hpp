@@ -41,5 +41,7 @@ struct ParallelGroups {
 
 // Collective over `world`: every rank must call it with the same topology.
 ParallelGroups build_parallel_groups(const std::shared_ptr<Communicator>& world, const Topology& topology);
+// The data-parallel group alone (ParallelGroups::data), also collective over `world`.
+std::shared_ptr<Communicator> split_data_group(Communicator& world, const Topology& topology);
 
 }  // namespace ptdp

@@ -29,6 +29,7 @@
 #include "runtime/optimizer_state.hpp"
 #include "runtime/parameter_init.hpp"
 #include "runtime/pipeline_executor.hpp"
+#include "runtime/reduction_lane.hpp"
 #include "runtime/stop_signal.hpp"
 #include "runtime/topology.hpp"
 #include "profile/device_profiler_library.hpp"
@@ -76,6 +77,7 @@ class RankTrainer {
   TrainOutcome run();
   void abort(const std::string& reason) {
     if (world_) world_->abort(reason);
+    if (lane_) lane_->abort(reason);
   }
 
  private:
@@ -84,8 +86,10 @@ class RankTrainer {
   void load_plugins();
   Device place_this_rank() const;
   PluginPlace place() const { return {id_.rank, id_.world_size, id_.local_rank, id_.local_world_size}; }
+  CommInit world_init() const;
   void join_world();
   void bind_streams();
+  void open_reduction_lane();
   void build_model();
   void initialize_parameters();
   void open_data();
@@ -139,6 +143,7 @@ class RankTrainer {
   OwnedTensor losses_;  // F32 [m]: each microbatch's loss
   float loss_scale_ = 0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0, with --metrics
+  std::unique_ptr<ReductionLane> lane_;  // training with d > 1 only
   std::optional<GradientReducer> reducer_;
   std::optional<int64_t> unverified_save_;  // a step due to be saved, once the next one shows it sound
 };
@@ -318,7 +323,8 @@ double RankTrainer::step_loss(const Tensor& losses, int microbatches) {
 void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work) {
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& s : timeline.spans())
-    spans.push_back({{"name", s.name}, {"cat", s.category}, {"ts", s.start_us}, {"dur", s.duration_us}});
+    spans.push_back({{"name", s.name}, {"cat", s.category}, {"ts", s.start_us}, {"dur", s.duration_us},
+                     {"lane", s.on_reduction_lane}});
   // The device's records keep their own clock; each rank's are shifted by its own origin.
   const nlohmann::json mine = {{"spans", spans}, {"origin_us", timeline.origin_us()},
                                {"device", nlohmann::json::parse(device_activities_to_json(device_work))}};
@@ -332,14 +338,17 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vecto
     const auto pos = topology_.position_of(r);
     trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
     const auto rank = nlohmann::json::parse(bytes.begin(), bytes.end());
-    for (const auto& s : rank.at("spans"))
-      trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, 0, s["ts"].get<double>(),
-                     s["dur"].get<double>());
-    const auto device = device_activities_from_json(rank.at("device").dump());
-    if (!device.empty()) {
-      trace.set_thread_name(r, 0, "ops");
-      add_device_tracks(trace, r, device, rank.at("origin_us").get<double>());
+    // Thread 0: the ops; 1: the data-parallel reduction lane; 2 on: the device's streams.
+    bool lane = false;
+    for (const auto& s : rank.at("spans")) {
+      lane = lane || s["lane"].get<bool>();
+      trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, s["lane"].get<bool>() ? 1 : 0,
+                     s["ts"].get<double>(), s["dur"].get<double>());
     }
+    const auto device = device_activities_from_json(rank.at("device").dump());
+    if (lane || !device.empty()) trace.set_thread_name(r, 0, "ops");
+    if (lane) trace.set_thread_name(r, 1, "data-parallel reduction");
+    if (!device.empty()) add_device_tracks(trace, r, device, rank.at("origin_us").get<double>(), 2);
   }
   trace.write(options_.trace_path);
   spdlog::info("trace of {} ranks written to {}", id_.world_size, options_.trace_path);
@@ -394,7 +403,7 @@ int64_t RankTrainer::set_up() {
   return open_checkpoints();
 }
 
-void RankTrainer::join_world() {
+CommInit RankTrainer::world_init() const {
   CommInit init;
   init.rank = id_.rank;
   init.size = id_.world_size;
@@ -402,8 +411,21 @@ void RankTrainer::join_world() {
   init.key_prefix = "world";
   init.timeout_s = cfg_.launch.timeout_s;
   init.device = device_;
-  world_->init(init);
+  return init;
+}
+
+void RankTrainer::join_world() {
+  world_->init(world_init());
   groups_ = build_parallel_groups(world_, topology_);
+}
+
+void RankTrainer::open_reduction_lane() {
+  if (topology_.data() == 1) return;
+  const auto& info = registry_.load(cfg_.plugins.communicator, PluginKind::Communicator, "communicator");
+  CommInit init = world_init();
+  init.key_prefix = "reduction-lane";
+  lane_ = std::make_unique<ReductionLane>(create_plugin<Communicator>(info, cfg_.plugins.options.at("communicator"), place()),
+                                          init, topology_, *kernels_);
 }
 
 void RankTrainer::open_data() {
@@ -435,7 +457,9 @@ void RankTrainer::prepare_steps(int64_t first_step) {
     metrics_ = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
     metrics_->write_header(make_run_header(cfg_, registry_, device_));
   }
-  reducer_.emplace(*kernels_, groups_, buffers_, optimizer_->distributed(), *timeline_);
+  if (options_.eval_batches > 0) return;  // evaluation computes no gradients
+  open_reduction_lane();
+  reducer_.emplace(*kernels_, groups_, buffers_, optimizer_->distributed(), lane_.get(), *timeline_);
   executor_->on_gradients_final([this](int chunk, int layer) { reducer_->layer_final(chunk, layer); });
 }
 

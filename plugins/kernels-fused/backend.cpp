@@ -17,6 +17,7 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, P
   PTDP_CALL(cudaSetDevice(device_));
   PTDP_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
+    side_ = std::make_unique<SideStream>(stream_, log_);
     arena_ = DeviceArena::create(device_, log_);
     upload_ = std::make_unique<HostUpload>(stream_, log_);
     metadata_ = std::make_unique<MetadataCache>(*arena_, *upload_);
@@ -42,6 +43,7 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, P
     gemm_.reset();
     metadata_.reset();
     upload_.reset();
+    side_.reset();
     TeardownFailures failures;
     PTDP_TEARDOWN_CALL(failures, cudaStreamDestroy(stream_));
     log_.write_failures("kernels-fused: after a failed bind", failures);
@@ -57,6 +59,7 @@ Backend::~Backend() {
   gemm_.reset();
   metadata_.reset();
   upload_.reset();
+  side_.reset();
   if (stream_) PTDP_TEARDOWN_CALL(failures, cudaStreamDestroy(stream_));
   log_.write_failures("kernels-fused: tearing down device " + std::to_string(device_), failures);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Backend: what every layer of one kernels-fused instance shares once it is bound to a device:
-// the stream everything is enqueued on, the arena, the GEMM and attention engines, the
+// the stream everything is enqueued on (and the side stream of the core's reduction), the arena, the GEMM and attention engines, the
 // tensor-parallel group, and the registry of parameters whose bf16 working copies it refreshes.
 #include <cuda_runtime.h>
 
@@ -17,6 +17,7 @@
 #include "kernel_context.hpp"
 #include "multi_tensor.hpp"
 #include "parameter.hpp"
+#include "side_stream.hpp"
 #include "ptdp/communicator.hpp"
 #include "ptdp/layer_kernels.hpp"
 #include "ptdp/plugin_log.hpp"
@@ -48,6 +49,7 @@ class Backend {
   int tp_size() const { return tp_size_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
+  SideStream& side() { return *side_; }
   const KernelContext& kernel_context() const { return kernel_context_; }
   DeviceArena& arena() { return *arena_; }
   HostUpload& upload() { return *upload_; }
@@ -89,6 +91,7 @@ class Backend {
   Communicator* tp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
+  std::unique_ptr<SideStream> side_;
   std::shared_ptr<DeviceArena> arena_;
   std::unique_ptr<HostUpload> upload_;
   std::unique_ptr<MetadataCache> metadata_;

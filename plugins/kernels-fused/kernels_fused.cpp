@@ -276,6 +276,20 @@ void KernelsFused::synchronize() {
 
 void* KernelsFused::stream() { return bound()->stream(); }
 
+void* KernelsFused::side_stream() { return bound()->side().stream(); }
+
+void KernelsFused::side_waits_for_compute() {
+  auto& b = bound();
+  b->activate();
+  b->side().waits_for_compute();
+}
+
+void KernelsFused::compute_waits_for_side() {
+  auto& b = bound();
+  b->activate();
+  b->side().compute_waits();
+}
+
 std::shared_ptr<Backend>& KernelsFused::bound() {
   if (!backend_) throw Error("kernels-fused: bind() must be called before anything else");
   return backend_;

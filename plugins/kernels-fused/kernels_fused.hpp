@@ -41,6 +41,9 @@ class KernelsFused final : public LayerKernels {
   void params_updated() override;
   void synchronize() override;
   void* stream() override;
+  void* side_stream() override;
+  void side_waits_for_compute() override;
+  void compute_waits_for_side() override;
 
  private:
   std::shared_ptr<Backend>& bound();

@@ -44,6 +44,10 @@ class RefKernels : public LayerKernels {
   void params_updated() override {}
   void synchronize() override {}
   void* stream() override { return nullptr; }
+  // Every call completes before it returns: there is nothing to order.
+  void* side_stream() override { return nullptr; }
+  void side_waits_for_compute() override {}
+  void compute_waits_for_side() override {}
 
  private:
   const Partition& bound(const char* what) const;

@@ -13,7 +13,8 @@
 #   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
 #   dopt     data parallelism on one GPU (comm-ucx, ranks sharing it): the small GPT at d 2 with and
 #            without the distributed optimizer against d 1; the 1.3B model at d 2 with and without
-#            it against d 1, with each rank's peak device memory
+#            it against d 1, with each rank's peak device memory, and a profiled trace of d 2 read
+#            for how much of the bucket reductions ran beside compute (reduction_overlap.py)
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
@@ -285,6 +286,14 @@ dopt)
     row "1.3B $name: peak GiB per rank (nvidia-smi)" "$(cat "$OUT/dopt-big-$name.peak")"
     row "1.3B $name: rank 0 allocated" "$(grep -oE 'fp32 master weights .*' "$OUT/dopt-big-$name.log" | head -1)"
   done
+  # Whether the bucket reductions ran beside the backward: a profiled trace of one step at d 2,
+  # the lane's reduction spans against each rank's compute-stream kernels.
+  RUN_LIMIT_S=300 timed_run dopt-big-d2-trace examples/gpt-1gpu.toml "${big[@]}" --nproc 2 --set parallel.data=2 \
+    --set run.steps=3 --profile --trace "$OUT/dopt-trace.json" --trace-steps 1
+  python3 scripts/gpu/reduction_overlap.py "$OUT/dopt-trace.json" > "$OUT/dopt-overlap.txt" 2>&1
+  row "1.3B d2: reductions beside compute" "$(tail -1 "$OUT/dopt-overlap.txt")"
+  sed 's/^/    /' "$OUT/dopt-overlap.txt" | tee -a "$table"
+  [ -f "$OUT/dopt-trace.json" ] && gzip -c "$OUT/dopt-trace.json" > "$RESULTS/dopt-trace.json.gz"
   ;;
 bench)
   for b in 4 8; do

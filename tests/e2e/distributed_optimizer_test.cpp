@@ -168,9 +168,10 @@ TEST(DistributedOptimizerCheckpoint, AStepSavedUnderOneDResumesUnderAnotherLayou
     EXPECT_NEAR(third.losses[i], whole.losses[i + 3], 1e-5 * std::abs(whole.losses[i + 3])) << "step " << i + 4;
 }
 
-// Spans of one rank in a Chrome trace: (name, category, start, end) in microseconds.
+// Spans of one rank in a Chrome trace: (name, category, thread, start, end) in microseconds.
 struct Span {
   std::string name, category;
+  int tid;
   double start, end;
 };
 
@@ -180,37 +181,53 @@ std::map<int, std::vector<Span>> spans_by_rank(const std::string& trace_path) {
   std::map<int, std::vector<Span>> spans;
   for (const auto& e : trace.at("traceEvents"))
     if (e.at("ph") == "X")
-      spans[e.at("pid").get<int>()].push_back({e.at("name"), e.value("cat", ""), e.at("ts").get<double>(),
-                                               e.at("ts").get<double>() + e.at("dur").get<double>()});
+      spans[e.at("pid").get<int>()].push_back({e.at("name"), e.value("cat", ""), e.at("tid").get<int>(),
+                                               e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>()});
   return spans;
 }
 
-TEST(GradientReductionOverlap, BucketReductionsRunWhileTheBackwardGoesOn) {
+TEST(GradientReductionOverlap, BucketReductionsRunOnTheirOwnLaneWhileTheBackwardGoesOn) {
   TinyGptWorkspace ws;
   const std::string trace = ws.dir() + "/trace.json";
   for (const bool sharded : {false, true}) {
-    // Buckets of about one block (a block of this model has 12 672 parameters).
-    const HostRun run = ws.run({"run.steps=2", "parallel.data=2", "parallel.bucket_elements=12000",
+    // A model whose block backward outlasts a bucket's reduction on the host, and buckets of
+    // about one block (a block of h 128 has 198 272 parameters).
+    const HostRun run = ws.run({"run.steps=2", "model.hidden=128", "parallel.data=2", "parallel.global_batch=4",
+                                "parallel.bucket_elements=190000",
                                 std::string("parallel.distributed_optimizer=") + (sharded ? "true" : "false")},
                                2, "--trace " + trace + " --trace-steps 1");
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const auto ranks = spans_by_rank(trace);
     ASSERT_EQ(ranks.size(), 2u) << run.output;
     for (const auto& [rank, spans] : ranks) {
-      double backward_end = 0;
-      for (const Span& s : spans)
-        if (s.category == "backward") backward_end = std::max(backward_end, s.end);
-      int reductions = 0, during_backward = 0;
+      std::vector<Span> backward;
+      double optimizer_start = 0;
+      for (const Span& s : spans) {
+        if (s.category == "backward") backward.push_back(s);
+        if (s.name == "optimizer step") optimizer_start = s.start;
+      }
+      ASSERT_FALSE(backward.empty()) << "rank " << rank;
+      int reductions = 0, beside_backward = 0;
       for (const Span& s : spans) {
         if (s.category != "data-parallel") continue;
         ++reductions;
         EXPECT_NE(s.name.find(sharded ? "reduce-scatter" : "all-reduce"), std::string::npos) << s.name;
-        if (s.end < backward_end) ++during_backward;
+        EXPECT_NE(s.tid, backward.front().tid) << "rank " << rank << ": " << s.name << " ran on the computing thread";
+        // The flush waits for every reduction before the optimizer reads the gradients.
+        EXPECT_LE(s.end, optimizer_start) << "rank " << rank << ": " << s.name;
+        for (const Span& b : backward)
+          if (s.start < b.end && b.start < s.end) {
+            ++beside_backward;
+            break;
+          }
       }
       EXPECT_GT(reductions, 4) << "rank " << rank << ": the gradient buffer was not cut into buckets";
-      // Each bucket is reduced inside the last microbatch's backward, between the backward of the
-      // layer that finished it and the next layer's: none is left for the flush.
-      EXPECT_EQ(during_backward, reductions) << "rank " << rank;
+      // Each bucket is handed over when the last microbatch's backward of its layers is done,
+      // and the lane starts it at once, while the backward of the layers before it goes on.
+      // How many of the later ones still find the backward running depends on how far the two
+      // ranks drift apart on a loaded machine (each waits for the other); the first bucket,
+      // handed over with seven of eight layers' backward still to run, always does.
+      EXPECT_GE(beside_backward, 1) << "rank " << rank;
     }
   }
 }

@@ -260,6 +260,35 @@ TEST_P(KernelsConformance, ParametersAreDescribedLikeTheReference) {
   }
 }
 
+// The side stream (the data-parallel reduction's, layer_kernels.hpp): none on the host, where
+// calls complete before they return; on a device a stream of its own; the two orderings may come
+// in any order and number and move no data. (That a reduction on it sees final gradients and the
+// step after it sees the sums is what the layouts with d > 1 show on the device: their losses
+// equal one rank's.)
+TEST_P(KernelsConformance, SideStreamIsItsOwnAndOrderedBothWays) {
+  const ModelSpec m = small_gpt_spec();
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  if (k->device().kind == MemoryKind::Host) {
+    EXPECT_EQ(k->side_stream(), nullptr);
+  } else {
+    EXPECT_NE(k->side_stream(), nullptr);
+    EXPECT_NE(k->side_stream(), k->stream());
+  }
+  // The orderings alone, any number of times, change nothing.
+  OwnedTensor t = k->allocate({1 << 16}, DType::F32);
+  std::vector<float> ones(1 << 16, 1.0f), back(1 << 16, 0.0f);
+  k->copy_from_host(t.view, ones.data());
+  for (int i = 0; i < 3; ++i) {
+    k->side_waits_for_compute();
+    k->compute_waits_for_side();
+  }
+  k->compute_waits_for_side();
+  k->synchronize();
+  k->copy_to_host(back.data(), t.view);
+  EXPECT_EQ(back, ones);
+}
+
 TEST_P(KernelsConformance, BlockMatchesTheReference) {
   const ModelSpec m = small_gpt_spec();
   const TensorMap weights = block_weights(m, 3);

@@ -21,6 +21,10 @@
 //   4. LayerKernels::bind(KernelsBinding{..., device_index = device.index, tp = the TP group});
 //   5. bind_stream(kernels.stream()) on the world and on every group, so that transfers and
 //      collectives of device memory are ordered with the kernels that produce and consume it.
+// With more than one data-parallel replica the core then makes a second instance of the plugin
+// for the gradient reduction and calls init() (key prefix "reduction-lane"), split() and
+// bind_stream(kernels.side_stream()) on a thread of its own, which makes every later call on it:
+// two instances of one plugin work in one process at once, each from one thread.
 #include <cstdint>
 #include <memory>
 #include <string>

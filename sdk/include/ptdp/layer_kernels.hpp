@@ -175,6 +175,18 @@ class LayerKernels {
   virtual void params_updated() = 0;
   virtual void synchronize() = 0;
   virtual void* stream() = 0;  // cudaStream_t for CUDA backends, nullptr on the host
+
+  // Since ABI 1.4. A second stream, for the data-parallel gradient reduction that runs beside
+  // the backward: the core binds a communicator of its own to it and enqueues from another host
+  // thread. nullptr on the host, where every call completes before it returns.
+  virtual void* side_stream() = 0;
+  // Work enqueued on side_stream() after this call waits for all work enqueued on stream()
+  // before it (a bucket's gradients are final). Called from the thread that computes.
+  virtual void side_waits_for_compute() = 0;
+  // Work enqueued on stream() after this call waits for all work enqueued on side_stream()
+  // before it (the flush). Called from the thread that computes, once the other thread has
+  // enqueued what it is waited for.
+  virtual void compute_waits_for_side() = 0;
 };
 
 }  // namespace ptdp

@@ -35,6 +35,10 @@ class HostMemoryKernels final : public LayerKernels {
   void params_updated() override { ++params_updated_calls; }
   void synchronize() override {}
   void* stream() override { return nullptr; }
+  // Every call completes before it returns: there is nothing to order.
+  void* side_stream() override { return nullptr; }
+  void side_waits_for_compute() override {}
+  void compute_waits_for_side() override {}
 
  private:
   [[noreturn]] static void unused(const char* what) {

@@ -31,7 +31,7 @@ std::vector<DeviceActivity> records() {
 
 TEST(DeviceTracks, OneTrackPerStreamShiftedToTheRanksOrigin) {
   ChromeTrace trace;
-  add_device_tracks(trace, 3, records(), 10000);
+  add_device_tracks(trace, 3, records(), 10000, 1);
   const auto json = nlohmann::json::parse(trace.to_json());
   std::map<int, std::string> threads;
   std::vector<nlohmann::json> spans;
