@@ -1,5 +1,6 @@
 // A rank that dies mid-run stops the job promptly with a message naming it, and the metrics
-// already written stay on disk.
+// already written stay on disk: across a pipeline, and across data-parallel replicas, whose
+// survivor may be waiting in a bucket reduction on its reduction lane.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -40,10 +41,12 @@ pid_t find_rank(pid_t launcher, int rank) {
   return -1;
 }
 
-TEST(RankFailure, KilledRankStopsTheJobWithAClearError) {
+class RankFailure : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RankFailure, KilledRankStopsTheJobWithAClearError) {
   TinyGptWorkspace ws;
   const std::string metrics = ws.dir() + "/metrics.jsonl";
-  BackgroundRun job(ws, {"parallel.pipeline=2", "run.steps=100000"}, 2, metrics);
+  BackgroundRun job(ws, {"parallel." + GetParam() + "=2", "run.steps=100000"}, 2, metrics);
   const pid_t launcher = job.pid();
   // Wait until two steps are on disk, then kill rank 1 the hard way.
   ASSERT_TRUE(job.wait_for_steps(2, std::chrono::seconds(60))) << "the job did not train:\n" << job.output();
@@ -61,6 +64,9 @@ TEST(RankFailure, KilledRankStopsTheJobWithAClearError) {
   EXPECT_GE(count_steps(metrics), steps_before) << "metrics written before the failure were lost";
   EXPECT_EQ(find_rank(launcher, 0), -1) << "rank 0 outlived the job";
 }
+
+INSTANTIATE_TEST_SUITE_P(TwoRanks, RankFailure, ::testing::Values("pipeline", "data"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace ptdp::test
