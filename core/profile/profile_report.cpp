@@ -223,4 +223,12 @@ std::string format_profile_report(const ProfileReport& r, const std::string& tit
   return out;
 }
 
+std::vector<DeviceActivity> activities_in(const std::vector<DeviceActivity>& activities,
+                                          const std::vector<ProfileWindow>& windows) {
+  std::vector<DeviceActivity> inside;
+  for (const DeviceActivity& a : activities)
+    if (!clipped(a, windows).empty()) inside.push_back(a);
+  return inside;
+}
+
 }  // namespace ptdp

@@ -18,6 +18,10 @@ struct ProfileWindow {
   double start_us = 0, end_us = 0;
 };
 
+// The activities that ran, at least in part, inside the windows (the trace shows those only).
+std::vector<DeviceActivity> activities_in(const std::vector<DeviceActivity>& activities,
+                                          const std::vector<ProfileWindow>& windows);
+
 // The model's FLOPs in one step on one rank (the paper's count, divided over the ranks as the
 // metrics' TFLOP/s per GPU is): the attention scores and context products, and every other GEMM.
 struct ModelWork {

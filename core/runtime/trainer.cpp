@@ -472,6 +472,10 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
   const double flops = flops_per_step(cfg_);
   const int64_t tokens_per_step = static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len;
   std::vector<ProfileWindow> profiled_steps;
+  // The profiler records from the step before the first profiled one on: the CUDA calls that
+  // follow enabling it are slow, and inside a profiled step they would read as idle device time.
+  // It stops after the last one; what it records between and before them is cut away.
+  const int64_t profile_from = std::max(first_step, trace_begin - 1);
   auto steady_us = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
   };
@@ -480,15 +484,11 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     const bool traced = step >= trace_begin && step < trace_end;
     timeline_->set_enabled(tracing && traced);
     const bool profiled = profiler_ && traced;
-    if (profiled) {
-      profiler_->start();
-      profiled_steps.push_back({steady_us(step_start), 0});
-    }
+    if (profiler_ && step == profile_from) profiler_->start();
+    if (profiled) profiled_steps.push_back({steady_us(step_start), 0});
     StepMetrics sm = train_step({step, training_stream_, *training_batches_, losses_.view, loss_scale_, true, *timeline_});
-    if (profiled) {
-      profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
-      profiler_->stop();
-    }
+    if (profiled) profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
+    if (profiled && step == trace_end - 1) profiler_->stop();  // train_step waited for the device
     if (!std::isfinite(sm.loss))
       throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, sm.loss));
     const auto now = std::chrono::steady_clock::now();
@@ -499,7 +499,8 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     sm.val_loss = validation_loss(step + 1);
     record_step(sm);
     if (step == trace_end - 1 && (tracing || profiler_)) {
-      const std::vector<DeviceActivity> device_work = profiler_ ? profiler_->take_activities() : std::vector<DeviceActivity>{};
+      const std::vector<DeviceActivity> device_work =
+          profiler_ ? activities_in(profiler_->take_activities(), profiled_steps) : std::vector<DeviceActivity>{};
       if (profiler_) report_profile(device_work, profiled_steps);
       if (tracing) write_trace(*timeline_, device_work);
     }
