@@ -17,6 +17,7 @@
 #            for how much of the bucket reductions ran beside compute (reduction_overlap.py)
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
+#   accumulation  the 1.3B GPT at micro-batch 4 and global batch 32 (8 microbatches a step)
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
 #            micro-batch 4 against 8 at global batch 8 (the same model trained either way)
 #   largest  the largest model that trains, with and without full recomputation
@@ -308,6 +309,11 @@ bench)
   python3 "$B/bench/torch_gpt.py" --layers 24 --hidden 2048 --heads 16 --seq 2048 --vocab 51200 \
     --micro-batch 4 --steps 10 --compile > "$OUT/torch-compile-b4.json" 2> "$OUT/torch-compile-b4.log" || tail -5 "$OUT/torch-compile-b4.log"
   row "pytorch torch.compile 1.3B b=4: TFLOP/s per GPU" "$(torch_result "$OUT/torch-compile-b4.json")"
+  ;;
+accumulation)
+  timed_run accumulation examples/gpt-1gpu.toml --set parallel.micro_batch=4 --set parallel.global_batch=32 \
+    --set run.steps=8 --set run.log_every=8
+  row "ptdp 1.3B b=4 B=32: TFLOP/s per GPU (72-formula)" "$(steady "$OUT/accumulation.jsonl" tflops_per_gpu 3)"
   ;;
 ab)
   # Each comparison in one ptdp-host ab: arms interleaved A B B A …, so the GPU's clock and
