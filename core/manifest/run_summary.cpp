@@ -20,8 +20,10 @@ std::string with_unit(double n) {
 }
 
 // What one rank of the busier end stage holds of the model state, as the trainer allocates it:
-// fp32 master weights (also the working weights at fp32 precision), a bf16 working copy at bf16,
-// fp32 gradients and the two fp32 Adam moments, which the distributed optimizer divides by d.
+// the working weights (bf16 copies, or at fp32 precision the master weights themselves), fp32
+// gradients, and the optimizer state: the two fp32 Adam moments and, where they are not the
+// working weights, the fp32 master weights. The distributed optimizer divides the optimizer state
+// by d, the master weights included (the backend then keeps its own working weights).
 std::string model_state_per_rank(const RunConfig& c) {
   const auto& p = c.parallel;
   PlanLayout layout;
@@ -31,11 +33,11 @@ std::string model_state_per_rank(const RunConfig& c) {
   const double params = std::max(parameters_on_gpu(c.model, layout, 0), parameters_on_gpu(c.model, layout, p.pipeline - 1));
   auto bytes = [&](double per_parameter) { return byte_size(static_cast<uint64_t>(params * per_parameter)); };
   const bool bf16 = c.precision.params == "bf16";
-  const double moments = 8.0;
-  return fmt::format("{:.4g} parameters per rank: weights {} ({}), gradients {}, optimizer state {} without "
-                     "the distributed optimizer, {} with it (d = {}){}",
-                     params, bytes(bf16 ? 6 : 4), bf16 ? "fp32 masters and bf16 working copies" : "fp32", bytes(4),
-                     bytes(moments), bytes(moments / p.data), p.data,
+  const double moments = 8.0, master = 4.0;
+  return fmt::format("{:.4g} parameters per rank: working weights {} ({}), gradients {}, optimizer state {} without "
+                     "the distributed optimizer, {} with it (d = {}; fp32 master weights and Adam moments){}",
+                     params, bytes(bf16 ? 2 : 4), bf16 ? "bf16" : "fp32", bytes(4),
+                     bytes(bf16 ? master + moments : moments), bytes((master + moments) / p.data), p.data,
                      p.distributed_optimizer ? "; parallel.distributed_optimizer is on" : "");
 }
 

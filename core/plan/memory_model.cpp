@@ -50,7 +50,12 @@ MemoryBreakdown memory_per_gpu(const RunConfig::Model& m, const PlanLayout& layo
     const double params = parameters_on_gpu(m, layout, stage);
     b.weights = params * kWeightBytes;
     b.gradients = params * kGradientBytes;
-    b.optimizer_state = params * (kMasterBytes + kMomentBytes / (layout.distributed_optimizer ? layout.data : 1));
+    const double shards = layout.distributed_optimizer ? layout.data : 1;
+    b.optimizer_state = params * (kMasterBytes + kMomentBytes) / shards;
+    // Without a whole master, the kernels keep the fp32 values of what they read in fp32: the
+    // embeddings' lookups (the LayerNorms and biases are too small to count).
+    if (layout.distributed_optimizer && stage == 0)
+      b.weights += (padded_vocab(m, layout.tensor) * m.hidden / layout.tensor + double(m.seq_len) * m.hidden) * kMasterBytes;
     b.workspace = cluster.workspace_bytes;
     if (peak_activations.empty()) {  // the model state alone
       if (b.total() > busiest.total()) busiest = b;

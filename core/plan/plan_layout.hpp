@@ -11,7 +11,7 @@ struct PlanLayout {
   int micro_batch = 1;     // b
   int virtual_stages = 1;  // v
   bool recompute = false;  // full activation recomputation
-  bool distributed_optimizer = false;  // Adam moments sharded over d (ZeRO-1), gradients reduce-scattered
+  bool distributed_optimizer = false;  // fp32 master weights and Adam moments sharded over d (ZeRO-1), gradients reduce-scattered
   bool scatter_gather = false;         // inter-stage transfers as 1/t per tensor rank, then all-gather
 
   int gpus() const { return pipeline * tensor * data; }

@@ -80,11 +80,11 @@ std::string descriptor_problem(const PluginDescriptor* d) {
   if (d->kind == PluginKind::CheckpointStore && d->abi_minor < 1)
     return "ABI mismatch: checkpoint plugin built for ABI " + std::to_string(PTDP_ABI_MAJOR) + "." +
            std::to_string(d->abi_minor) + ", a checkpoint store needs 1.1 or later (rebuild it against this SDK)";
-  // HeadLayer gained logits in 1.2 (generation), LayerKernels place_parameters in 1.3 and the side
-  // stream in 1.4; an older kernels plugin has no such slots.
-  if (d->kind == PluginKind::LayerKernels && d->abi_minor < 4)
+  // HeadLayer gained logits in 1.2 (generation), LayerKernels place_parameters in 1.3, the side
+  // stream in 1.4 and set_weights in 1.5; an older kernels plugin has no such slots.
+  if (d->kind == PluginKind::LayerKernels && d->abi_minor < 5)
     return "ABI mismatch: kernels plugin built for ABI " + std::to_string(PTDP_ABI_MAJOR) + "." +
-           std::to_string(d->abi_minor) + ", a kernels plugin needs 1.4 or later (rebuild it against this SDK)";
+           std::to_string(d->abi_minor) + ", a kernels plugin needs 1.5 or later (rebuild it against this SDK)";
   const std::string toolchain = d->toolchain ? d->toolchain : "";
   const std::string stdlib = standard_library_of(toolchain), host_stdlib = standard_library_of(PTDP_TOOLCHAIN);
   if (stdlib.empty() || stdlib != host_stdlib)

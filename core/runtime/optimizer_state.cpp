@@ -8,11 +8,11 @@ namespace ptdp {
 
 namespace {
 
-// A 1-D view of `count` elements at `offset` inside parameter `p` (whose tensors are views into
-// flat buffers), with `exp_avg`/`exp_avg_sq` pointing at the matching moments.
-ParamRef piece_of(const ParamRef& p, int64_t offset, int64_t count, Tensor exp_avg, Tensor exp_avg_sq) {
+// A 1-D view of `count` elements at `offset` inside parameter `p` (whose gradient is a view into
+// a flat buffer), with master and moments pointing at the matching shard ranges.
+ParamRef piece_of(const ParamRef& p, int64_t offset, int64_t count, Tensor master, Tensor exp_avg, Tensor exp_avg_sq) {
   ParamRef piece = p;
-  piece.master = p.master.flat_slice(offset, count);
+  piece.master = std::move(master);
   piece.grad = p.grad.flat_slice(offset, count);
   piece.exp_avg = std::move(exp_avg);
   piece.exp_avg_sq = std::move(exp_avg_sq);
@@ -25,6 +25,7 @@ OptimizerState::OptimizerState(LayerKernels& kernels, const ParallelGroups& grou
                                bool distributed)
     : kernels_(kernels), groups_(groups), chunks_(chunks), distributed_(distributed) {
   const int d = groups_.data->size(), r = groups_.data->rank();
+  constexpr int64_t kF32 = sizeof(float);
   for (ChunkBuffers& chunk : chunks_) {
     const BufferLayout& layout = chunk.layout();
     if (!distributed_) {
@@ -37,7 +38,8 @@ OptimizerState::OptimizerState(LayerKernels& kernels, const ParallelGroups& grou
         p.exp_avg = buffer_view(m, layout.offsets[k], p.master.shape);
         p.exp_avg_sq = buffer_view(v, layout.offsets[k], p.master.shape);
       }
-      bytes_ += 2 * layout.size * static_cast<int64_t>(sizeof(float));
+      master_bytes_ += layout.size * kF32;  // the chunk's buffer
+      moment_bytes_ += 2 * layout.size * kF32;
       continue;
     }
     ChunkShard shard;
@@ -46,14 +48,17 @@ OptimizerState::OptimizerState(LayerKernels& kernels, const ParallelGroups& grou
       shard.bucket_start.push_back(total);
       total += bucket_shard(bucket, r, d).count;
     }
+    shard.master = kernels_.allocate({total}, DType::F32);
     shard.exp_avg = kernels_.allocate({total}, DType::F32);
     shard.exp_avg_sq = kernels_.allocate({total}, DType::F32);
-    bytes_ += 2 * total * static_cast<int64_t>(sizeof(float));
+    master_bytes_ += total * kF32;
+    moment_bytes_ += 2 * total * kF32;
     for (size_t b = 0; b < layout.buckets.size(); ++b) {
       const BucketShard s = bucket_shard(layout.buckets[b], r, d);
       for (const ParamRange& range : params_in_range(layout, chunk.entries(), s.begin, s.begin + s.count)) {
         const int64_t at = shard.bucket_start[b] + layout.offsets[range.param] + range.offset - s.begin;
         shard.pieces.push_back(piece_of(chunk.params()[range.param], range.offset, range.count,
+                                        shard.master.view.flat_slice(at, range.count),
                                         shard.exp_avg.view.flat_slice(at, range.count),
                                         shard.exp_avg_sq.view.flat_slice(at, range.count)));
       }
@@ -84,6 +89,14 @@ double OptimizerState::grad_norm(const GridPosition& me, int stages) {
   return std::sqrt(all_reduce_scalar(kernels_, *groups_.world, kernels_.sum_squares(counted), ReduceOp::Sum));
 }
 
+void OptimizerState::gather(size_t c, size_t b, const Tensor& shard, const Tensor& whole) {
+  Communicator& data = *groups_.data;
+  const BucketShard s = bucket_shard(chunks_[c].layout().buckets[b], data.rank(), data.size());
+  const Tensor mine = shard.flat_slice(shards_[c].bucket_start[b], s.count);
+  if (data.size() > 1) data.all_gather(mine, whole);
+  else kernels_.copy(whole, mine);
+}
+
 void OptimizerState::step(const AdamStep& adam) {
   if (!distributed_) {
     kernels_.adam_step(whole_params(), adam);
@@ -92,26 +105,32 @@ void OptimizerState::step(const AdamStep& adam) {
   std::vector<ParamRef> pieces;
   for (const ChunkShard& shard : shards_) pieces.insert(pieces.end(), shard.pieces.begin(), shard.pieces.end());
   kernels_.adam_step(pieces, adam);
-  Communicator& data = *groups_.data;
-  for (const ChunkBuffers& chunk : chunks_)
-    for (const GradientBucket& bucket : chunk.layout().buckets) {
-      // In place: the input is this rank's block of the output.
-      const BucketShard s = bucket_shard(bucket, data.rank(), data.size());
-      if (data.size() > 1)
-        data.all_gather(chunk.master().flat_slice(s.begin, s.count), chunk.master().flat_slice(bucket.offset, bucket.size));
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const ChunkBuffers& chunk = chunks_[c];
+    for (size_t b = 0; b < chunk.layout().buckets.size(); ++b) {
+      const GradientBucket& bucket = chunk.layout().buckets[b];
+      // The bucket's range of the gradient buffer is free until the next step zeroes it.
+      const Tensor whole = chunk.grad().flat_slice(bucket.offset, bucket.size);
+      gather(c, b, shards_[c].master.view, whole);
+      kernels_.set_weights(bucket_params(chunk, bucket, whole, Tensor{}, Tensor{}));
     }
-  kernels_.params_updated();
+  }
 }
 
 std::vector<ParamRef> OptimizerState::bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket,
-                                                    std::vector<OwnedTensor>& scratch) const {
-  scratch = {kernels_.allocate({bucket.size}, DType::F32), kernels_.allocate({bucket.size}, DType::F32)};
+                                                    const Tensor& master, const Tensor& exp_avg,
+                                                    const Tensor& exp_avg_sq) const {
+  auto view = [](const Tensor& buffer, int64_t at, const std::vector<int64_t>& shape) {
+    return buffer.data ? buffer_view(buffer, at, shape) : Tensor{};
+  };
   std::vector<ParamRef> params;
   for (size_t k : bucket.params) {
     ParamRef p = chunk.params()[k];
     const int64_t at = chunk.layout().offsets[k] - bucket.offset;
-    p.exp_avg = buffer_view(scratch[0].view, at, p.master.shape);
-    p.exp_avg_sq = buffer_view(scratch[1].view, at, p.master.shape);
+    const std::vector<int64_t> shape = p.master.shape;
+    p.master = view(master, at, shape);
+    p.exp_avg = view(exp_avg, at, shape);
+    p.exp_avg_sq = view(exp_avg_sq, at, shape);
     params.push_back(std::move(p));
   }
   return params;
@@ -119,37 +138,44 @@ std::vector<ParamRef> OptimizerState::bucket_params(const ChunkBuffers& chunk, c
 
 void OptimizerState::for_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn) {
   if (!distributed_) return fn(whole_params());
-  Communicator& data = *groups_.data;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const auto& buckets = chunks_[c].layout().buckets;
     for (size_t b = 0; b < buckets.size(); ++b) {
-      std::vector<OwnedTensor> scratch;
-      const std::vector<ParamRef> params = bucket_params(chunks_[c], buckets[b], scratch);
-      const BucketShard s = bucket_shard(buckets[b], data.rank(), data.size());
-      const int64_t at = shards_[c].bucket_start[b];
-      for (int moment = 0; moment < 2; ++moment) {
-        const Tensor& shard = moment == 0 ? shards_[c].exp_avg.view : shards_[c].exp_avg_sq.view;
-        if (data.size() > 1) data.all_gather(shard.flat_slice(at, s.count), scratch[moment].view);
-        else kernels_.copy(scratch[moment].view, shard.flat_slice(at, s.count));
-      }
-      fn(params);
+      const OwnedTensor master = kernels_.allocate({buckets[b].size}, DType::F32);
+      const OwnedTensor m = kernels_.allocate({buckets[b].size}, DType::F32);
+      const OwnedTensor v = kernels_.allocate({buckets[b].size}, DType::F32);
+      gather(c, b, shards_[c].master.view, master.view);
+      gather(c, b, shards_[c].exp_avg.view, m.view);
+      gather(c, b, shards_[c].exp_avg_sq.view, v.view);
+      fn(bucket_params(chunks_[c], buckets[b], master.view, m.view, v.view));
+      kernels_.synchronize();  // before the scratch buffers go
     }
   }
 }
 
 void OptimizerState::load_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn) {
-  if (!distributed_) return fn(whole_params());
+  if (!distributed_) {
+    fn(whole_params());
+    kernels_.params_updated();
+    return;
+  }
   const int d = groups_.data->size(), r = groups_.data->rank();
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const auto& buckets = chunks_[c].layout().buckets;
     for (size_t b = 0; b < buckets.size(); ++b) {
-      std::vector<OwnedTensor> scratch;
-      fn(bucket_params(chunks_[c], buckets[b], scratch));
+      const OwnedTensor master = kernels_.allocate({buckets[b].size}, DType::F32);
+      const OwnedTensor m = kernels_.allocate({buckets[b].size}, DType::F32);
+      const OwnedTensor v = kernels_.allocate({buckets[b].size}, DType::F32);
+      const std::vector<ParamRef> params = bucket_params(chunks_[c], buckets[b], master.view, m.view, v.view);
+      fn(params);
       const BucketShard s = bucket_shard(buckets[b], r, d);
       const int64_t at = shards_[c].bucket_start[b];
       const int64_t from = s.begin - buckets[b].offset;
-      kernels_.copy(shards_[c].exp_avg.view.flat_slice(at, s.count), scratch[0].view.flat_slice(from, s.count));
-      kernels_.copy(shards_[c].exp_avg_sq.view.flat_slice(at, s.count), scratch[1].view.flat_slice(from, s.count));
+      const ChunkShard& shard = shards_[c];
+      kernels_.copy(shard.master.view.flat_slice(at, s.count), master.view.flat_slice(from, s.count));
+      kernels_.copy(shard.exp_avg.view.flat_slice(at, s.count), m.view.flat_slice(from, s.count));
+      kernels_.copy(shard.exp_avg_sq.view.flat_slice(at, s.count), v.view.flat_slice(from, s.count));
+      kernels_.set_weights(params);
       kernels_.synchronize();  // before the scratch buffers go
     }
   }

@@ -1,9 +1,11 @@
 #pragma once
-// The Adam moments of one rank and the optimizer step over them. Without the distributed
-// optimizer every rank holds both moments of every parameter it holds. With it (ZeRO-1, as
-// Megatron-Core's distributed optimizer) a rank holds the moments of its 1/d shard of every
-// bucket only, updates the master weights of that shard from the reduce-scattered gradients, and
-// the updated weights are all-gathered over the data-parallel group.
+// The fp32 master weights' optimizer side and the Adam moments of one rank, and the optimizer
+// step over them. Without the distributed optimizer every rank holds both moments of every
+// parameter it holds, and the master weights are the chunks' whole buffers. With it (ZeRO-1, as
+// Megatron-Core's distributed optimizer) a rank holds the master weights and moments of its 1/d
+// shard of every bucket only, updates that shard from the reduce-scattered gradients, and the
+// updated shards are all-gathered over the data-parallel group into the backend's working
+// weights (set_weights).
 #include <functional>
 #include <vector>
 
@@ -16,47 +18,55 @@ namespace ptdp {
 
 class OptimizerState {
  public:
-  // Allocates the moments (zero) and points the chunks' parameters' moments at them (whole) or
-  // leaves them empty (sharded).
+  // Allocates the moments (zero) and points the chunks' parameters' moments at them (whole), or
+  // allocates this rank's shards of master weights and moments (sharded; the chunks then hold no
+  // master buffer).
   OptimizerState(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
                  bool distributed);
 
   bool distributed() const { return distributed_; }
-  // Bytes this rank allocated for the moments.
-  int64_t bytes() const { return bytes_; }
+  // Bytes this rank allocated for the fp32 master weights (whole or its shard) and the moments.
+  int64_t master_bytes() const { return master_bytes_; }
+  int64_t moment_bytes() const { return moment_bytes_; }
 
   // The L2 norm of the whole model's gradient, each element counted once over the job: from the
   // whole gradients over the model group, or from this rank's shards over the world.
   double grad_norm(const GridPosition& me, int stages);
-  // Adam on what this rank updates, then (sharded) the all-gather of the updated weights, then
-  // the backend's working copies are refreshed.
+  // Adam on what this rank updates; sharded, then each bucket's updated master all-gathered and
+  // handed to the backend. Sharded, the step leaves the gradient buffers overwritten: the gather
+  // lands there, since nothing reads the gradients again before the next step zeroes them.
   void step(const AdamStep& adam);
 
-  // Every parameter as the trainer holds it (moments empty when sharded).
+  // Every parameter as the trainer holds it (master and moments empty when sharded): names and
+  // shapes, for a checkpoint's check.
   std::vector<ParamRef> whole_params() const;
-  // Runs fn on groups of parameters with their whole moments (a checkpoint save): every parameter
-  // at once, or, sharded, one bucket's parameters at a time with their moments all-gathered over
-  // the data-parallel group into scratch buffers the size of that bucket.
+  // Runs fn on groups of parameters with their whole master and moments (a checkpoint save):
+  // every parameter at once, or, sharded, one bucket's parameters at a time, gathered over the
+  // data-parallel group into scratch buffers the size of that bucket.
   void for_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn);
-  // fn writes the master and whole moments of the parameters it is given (a checkpoint load), in
-  // the same groups; a sharded state then keeps its shard of them.
+  // fn writes the master and whole moments of the parameters it is given (initialization, a
+  // checkpoint load), in the same groups and starting from zero; a sharded state then keeps its
+  // shard of them. Either way the backend's working weights are brought up to date.
   void load_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn);
 
  private:
   struct ChunkShard {
-    OwnedTensor exp_avg, exp_avg_sq;  // this rank's shards of every bucket, back to back
-    std::vector<int64_t> bucket_start;  // where each bucket's shard starts in them
-    std::vector<ParamRef> pieces;       // Adam's entries: ranges of parameters inside the shards
+    OwnedTensor master, exp_avg, exp_avg_sq;  // this rank's shards of every bucket, back to back
+    std::vector<int64_t> bucket_start;        // where each bucket's shard starts in them
+    std::vector<ParamRef> pieces;             // Adam's entries: ranges of parameters inside the shards
   };
-  // One bucket's parameters, their moments pointed at scratch buffers of the bucket's size.
-  std::vector<ParamRef> bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket,
-                                      std::vector<OwnedTensor>& scratch) const;
+  // One bucket's parameters, with master and moments pointed at views of bucket-sized buffers
+  // (an empty buffer leaves that tensor empty).
+  std::vector<ParamRef> bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket, const Tensor& master,
+                                      const Tensor& exp_avg, const Tensor& exp_avg_sq) const;
+  // The whole of bucket b of chunk c's shard tensor `shard`, into `whole` (bucket-sized).
+  void gather(size_t c, size_t b, const Tensor& shard, const Tensor& whole);
 
   LayerKernels& kernels_;
   const ParallelGroups& groups_;
   std::vector<ChunkBuffers>& chunks_;
   bool distributed_;
-  int64_t bytes_ = 0;
+  int64_t master_bytes_ = 0, moment_bytes_ = 0;
   std::vector<OwnedTensor> whole_;   // per chunk: exp_avg and exp_avg_sq in the chunk's layout
   std::vector<ChunkShard> shards_;
 };

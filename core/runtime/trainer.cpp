@@ -184,7 +184,6 @@ int64_t RankTrainer::open_checkpoints() {
                    resume->step, change);
   from.check(resume->step, optimizer_->whole_params());
   optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
-  kernels_->params_updated();
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
@@ -273,29 +272,30 @@ void RankTrainer::build_model() {
   std::vector<ParamRef> placed;
   for (auto& chunk : chunks_) {
     buffers_.emplace_back(*kernels_, chunk->parameters(), chunk->parameter_layers(), groups_.embedding != nullptr,
-                          cfg_.parallel.bucket_elements, topology_.data());
+                          cfg_.parallel.bucket_elements, topology_.data(), !cfg_.parallel.distributed_optimizer);
     placed.insert(placed.end(), buffers_.back().params().begin(), buffers_.back().params().end());
   }
   kernels_->place_parameters(placed);
   optimizer_ = std::make_unique<OptimizerState>(*kernels_, groups_, buffers_, cfg_.parallel.distributed_optimizer);
   if (id_.rank == 0) {
-    int64_t weights = 0;
-    for (const ChunkBuffers& b : buffers_) weights += b.layout().size * static_cast<int64_t>(sizeof(float));
+    int64_t gradients = 0;
+    for (const ChunkBuffers& b : buffers_) gradients += b.layout().size * static_cast<int64_t>(sizeof(float));
     auto size = [](int64_t bytes) { return fmt::format("{} ({} bytes)", byte_size(bytes), bytes); };
-    spdlog::info("rank 0 holds fp32 master weights {}, gradients {}, optimizer state {}{}", size(weights),
-                 size(weights), size(optimizer_->bytes()),
-                 optimizer_->distributed() ? fmt::format(" (its 1/{} shard: distributed optimizer)", topology_.data())
-                                           : "");
+    spdlog::info("rank 0 holds fp32 master weights {}, gradients {}, Adam moments {}{}", size(optimizer_->master_bytes()),
+                 size(gradients), size(optimizer_->moment_bytes()),
+                 optimizer_->distributed()
+                     ? fmt::format(" (master weights and moments: its 1/{} shard, distributed optimizer)", topology_.data())
+                     : "");
   }
 }
 
 void RankTrainer::initialize_parameters() {
-  for (const ChunkBuffers& chunk : buffers_)
-    for (const ParamRef& p : chunk.params()) {
+  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) {
+    for (const ParamRef& p : params) {
       const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
       kernels_->copy_from_host(p.master, values.data());
     }
-  kernels_->params_updated();
+  });
 }
 
 double RankTrainer::step_loss(const Tensor& losses, int microbatches) {

@@ -132,8 +132,8 @@ std::shared_ptr<Parameter> Backend::parameter_holding(const void* address) {
 
 void Backend::place(const std::shared_ptr<Parameter>& parameter, float* master, float* grad) {
   by_master_.erase(reinterpret_cast<const char*>(parameter->master()));
-  parameter->place(master, grad, stream_);
-  by_master_[reinterpret_cast<const char*>(master)] = parameter;
+  parameter->place(master, grad, *arena_, stream_);
+  if (parameter->master()) by_master_[reinterpret_cast<const char*>(parameter->master())] = parameter;
 }
 
 void Backend::expect(const Tensor& t, DType dtype, MemoryKind memory, const std::vector<int64_t>& shape,

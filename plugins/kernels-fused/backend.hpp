@@ -75,7 +75,8 @@ class Backend {
   std::vector<std::shared_ptr<Parameter>> parameters();
   // The parameter whose master weights hold `address` (a whole master or a range of one).
   std::shared_ptr<Parameter> parameter_holding(const void* address);
-  // Moves a parameter's master and gradient to the core's memory (place_parameters).
+  // Moves a parameter's master and gradient to the core's memory (place_parameters); a null
+  // master: the core keeps none.
   void place(const std::shared_ptr<Parameter>& parameter, float* master, float* grad);
 
   // Checks a tensor passed in: dtype, memory and shape, naming the layer and argument when wrong.

@@ -22,8 +22,8 @@ FusedEmbedding::FusedEmbedding(std::shared_ptr<Backend> backend) : backend_(std:
   vocab_rows_ = m.padded_vocab / backend_->tp_size();
   vocab_begin_ = vocab_rows_ * backend_->tp_rank();
   word_ = backend_->make_parameter(
-      spec_of(gpt_word_embedding(m.padded_vocab, m.hidden, backend_->tp_size(), backend_->tp_rank()), true));
-  position_ = backend_->make_parameter(spec_of(gpt_position_embedding(m.seq_len, m.hidden), false));
+      spec_of(gpt_word_embedding(m.padded_vocab, m.hidden, backend_->tp_size(), backend_->tp_rank()), true, true));
+  position_ = backend_->make_parameter(spec_of(gpt_position_embedding(m.seq_len, m.hidden), false, true));
 }
 
 std::vector<ParamRef> FusedEmbedding::parameters() { return {word_->ref(), position_->ref()}; }

@@ -26,12 +26,12 @@ FusedHead::FusedHead(std::shared_ptr<Backend> backend, std::shared_ptr<Parameter
   vocab_begin_ = vocab_rows_ * backend_->tp_rank();
   valid_cols_ = std::clamp<int64_t>(m.vocab - vocab_begin_, 0, vocab_rows_);
   const auto norm = gpt_head_norm(m.hidden);
-  ln_weight_ = backend_->make_parameter(spec_of(norm[0], false));
-  ln_bias_ = backend_->make_parameter(spec_of(norm[1], false));
+  ln_weight_ = backend_->make_parameter(spec_of(norm[0], false, true));
+  ln_bias_ = backend_->make_parameter(spec_of(norm[1], false, true));
   if (!word_) {
     owns_word_ = true;
     word_ = backend_->make_parameter(
-        spec_of(gpt_word_embedding(m.padded_vocab, m.hidden, backend_->tp_size(), backend_->tp_rank()), true));
+        spec_of(gpt_word_embedding(m.padded_vocab, m.hidden, backend_->tp_size(), backend_->tp_rank()), true, false));
   }
 }
 

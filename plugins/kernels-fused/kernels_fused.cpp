@@ -53,6 +53,19 @@ std::string check_model(const KernelsBinding& b) {
   return "";
 }
 
+// The one live parameter named `name`; `who` names the call in the error when there is none or two.
+std::shared_ptr<Parameter> parameter_named(const std::vector<std::shared_ptr<Parameter>>& live, const std::string& name,
+                                           const std::string& who) {
+  std::shared_ptr<Parameter> owner;
+  for (const auto& candidate : live)
+    if (candidate->spec().name == name) {
+      if (owner) throw Error("kernels-fused: " + who + ": two parameters are named '" + name + "'");
+      owner = candidate;
+    }
+  if (!owner) throw Error("kernels-fused: " + who + ": no parameter named '" + name + "'");
+  return owner;
+}
+
 }  // namespace
 
 KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
@@ -237,15 +250,13 @@ void KernelsFused::place_parameters(const std::vector<ParamRef>& params) {
   std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
   for (const ParamRef& p : params) {
     // The list names parameters as parameters() gave them; each is found by name.
-    std::shared_ptr<Parameter> owner;
-    for (const auto& candidate : live)
-      if (candidate->spec().name == p.name) {
-        if (owner) throw Error("kernels-fused: place_parameters: two parameters are named '" + p.name + "'");
-        owner = candidate;
-      }
-    if (!owner) throw Error("kernels-fused: place_parameters: no parameter named '" + p.name + "'");
-    b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " master");
-    b->expect(p.grad, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "place_parameters: " + p.name + " grad");
+    std::shared_ptr<Parameter> owner = parameter_named(live, p.name, "place_parameters");
+    const auto& shape = owner->spec().local_shape;
+    if (p.master.data) b->expect(p.master, DType::F32, MemoryKind::Cuda, shape, "place_parameters: " + p.name + " master");
+    else if (p.master.shape != shape)
+      throw Error("kernels-fused: place_parameters: " + p.name + " placed with an empty master of shape " +
+                  shape_string(p.master.shape) + ", expected " + shape_string(shape));
+    b->expect(p.grad, DType::F32, MemoryKind::Cuda, shape, "place_parameters: " + p.name + " grad");
     found.emplace_back(owner, &p);
   }
   b->activate();
@@ -260,7 +271,28 @@ void KernelsFused::params_updated() {
   auto& b = bound();
   std::vector<CastTensor> list;
   for (const auto& p : b->parameters())
-    if (p->working() && p->numel() > 0) list.push_back(CastTensor{p->master(), p->working(), p->numel()});
+    if (p->working() && !p->placed_without_master() && p->numel() > 0)
+      list.push_back(CastTensor{p->master(), p->working(), p->numel(), nullptr});
+  if (list.empty()) return;
+  b->activate();
+  const MultiTensorMetadata meta = pack_multi_tensor(list);
+  refresh_working_copies(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count,
+                         b->kernel_context());
+}
+
+void KernelsFused::set_weights(const std::vector<ParamRef>& params) {
+  auto& b = bound();
+  const auto live = b->parameters();
+  std::vector<CastTensor> list;
+  for (const ParamRef& p : params) {
+    std::shared_ptr<Parameter> owner = parameter_named(live, p.name, "set_weights");
+    if (!owner->placed_without_master())
+      throw Error("kernels-fused: set_weights: " + p.name + " was not placed with an empty master");
+    b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "set_weights: " + p.name);
+    // The working copy and the fp32 values the kernels read, in one pass over the given values.
+    if (owner->numel() > 0 && (owner->working() || owner->master()))
+      list.push_back(CastTensor{p.master.as<const float>(), owner->working(), owner->numel(), owner->master()});
+  }
   if (list.empty()) return;
   b->activate();
   const MultiTensorMetadata meta = pack_multi_tensor(list);

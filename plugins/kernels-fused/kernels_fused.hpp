@@ -39,6 +39,7 @@ class KernelsFused final : public LayerKernels {
   void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override;
   void place_parameters(const std::vector<ParamRef>& params) override;
   void params_updated() override;
+  void set_weights(const std::vector<ParamRef>& params) override;
   void synchronize() override;
   void* stream() override;
   void* side_stream() override;

@@ -44,8 +44,14 @@ ParamRef Parameter::ref() const {
   return r;
 }
 
-void Parameter::place(float* master, float* grad, cudaStream_t stream) {
-  PTDP_CALL(cudaMemcpyAsync(master, master_, size_t(numel_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+void Parameter::place(float* master, float* grad, DeviceArena& arena, cudaStream_t stream) {
+  placed_without_master_ = master == nullptr;
+  if (placed_without_master_ && spec_.fp32_reads && numel_ > 0) {
+    own_master_ = arena.allocate(size_t(numel_) * sizeof(float));
+    master = static_cast<float*>(own_master_.get());
+  }
+  if (master)
+    PTDP_CALL(cudaMemcpyAsync(master, master_, size_t(numel_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   master_ = master;
   grad_ = grad;
   // Released once the copy above has read it: the arena's next user of the block queues behind it.

@@ -2,7 +2,9 @@
 // Parameter: one learnable tensor as this rank holds it. Its fp32 master weight, gradient and
 // Adam moments share one zeroed arena block until the core places master and gradient in its
 // own buffers (the moments are the core's then); tensors that a GEMM reads also get a bf16
-// working copy, which the backend refreshes after the master changes.
+// working copy, which the backend refreshes after the master changes. Where the core keeps only
+// a shard of the master (placed with none), the parameter keeps the fp32 values only if the
+// kernels read them, and set_weights writes what it keeps.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,12 +25,14 @@ struct ParameterSpec {
   std::vector<int64_t> local_shape;
   bool weight_decay = true;
   bool working_copy = false;
+  bool fp32_reads = true;  // kernels read the fp32 values (LayerNorm, biases, embedding lookups)
 };
 
-// A parameter of ptdp/gpt_parameters.hpp's table; `working_copy`: a bf16 copy that the GEMMs read.
-inline ParameterSpec spec_of(const GptParameterShape& shape, bool working_copy) {
+// A parameter of ptdp/gpt_parameters.hpp's table; `working_copy`: a bf16 copy that the GEMMs
+// read; `fp32_reads`: kernels also read the fp32 values.
+inline ParameterSpec spec_of(const GptParameterShape& shape, bool working_copy, bool fp32_reads) {
   return ParameterSpec{shape.name, shape.global, shape.shard_dim, shape.shard_offset, shape.local, shape.decay,
-                       working_copy};
+                       working_copy, fp32_reads};
 }
 
 class Parameter {
@@ -37,15 +41,19 @@ class Parameter {
 
   const ParameterSpec& spec() const { return spec_; }
   int64_t numel() const { return numel_; }
+  // The fp32 values the kernels read: the core's master, this parameter's own copy (placed
+  // without a master), or null (placed without one, and only the working copy is read).
   float* master() const { return master_; }
+  bool placed_without_master() const { return placed_without_master_; }
   float* grad() const { return grad_; }
   float* exp_avg() const { return state_ ? base() + 2 * stride_ : nullptr; }
   float* exp_avg_sq() const { return state_ ? base() + 3 * stride_ : nullptr; }
   bf16* working() const { return static_cast<bf16*>(working_.get()); }
   ParamRef ref() const;
   // The master weights (copied on the stream) and the gradient move to the core's memory; this
-  // parameter's own block goes back to the arena.
-  void place(float* master, float* grad, cudaStream_t stream);
+  // parameter's own block goes back to the arena. A null master: the core keeps none, and the
+  // fp32 values move to a block of their own if the kernels read them.
+  void place(float* master, float* grad, DeviceArena& arena, cudaStream_t stream);
 
  private:
   float* base() const { return static_cast<float*>(state_.get()); }
@@ -56,6 +64,8 @@ class Parameter {
   std::shared_ptr<void> state_;    // master | grad | exp_avg | exp_avg_sq, until placed
   float* master_ = nullptr;
   float* grad_ = nullptr;
+  bool placed_without_master_ = false;
+  std::shared_ptr<void> own_master_;  // the fp32 values, placed without a master and read
   std::shared_ptr<void> working_;  // bf16 copy of master, or null
 };
 

@@ -37,10 +37,13 @@ FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, i
   std::shared_ptr<Parameter>* const in_table_order[] = {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_,
                                                       &proj_weight_, &proj_bias_, &ln2_weight_, &ln2_bias_,
                                                       &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_};
-  // Which parameters the GEMMs read in bf16 (a bias the epilogue adds, too).
+  // Which parameters the GEMMs read in bf16 (a bias the epilogue adds, too), and which other
+  // kernels read in fp32 (LayerNorm, bias + GeLU, bias + dropout + add).
   const bool working[] = {false, false, true, true, true, false, false, false, true, gelu_epilogue_, true, false};
+  const bool fp32[] = {true, true, false, false, false, true, true, true, false, true, false, true};
   const auto table = gpt_block_parameters(layer_, h, m.ffn_hidden, t, r);
-  for (size_t i = 0; i < table.size(); ++i) *in_table_order[i] = backend_->make_parameter(spec_of(table[i], working[i]));
+  for (size_t i = 0; i < table.size(); ++i)
+    *in_table_order[i] = backend_->make_parameter(spec_of(table[i], working[i], fp32[i]));
 }
 
 std::vector<ParamRef> FusedTransformerBlock::parameters() {

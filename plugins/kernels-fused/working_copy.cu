@@ -9,7 +9,11 @@ __global__ void cast_chunks_kernel(const CastTensor* __restrict__ tensors, const
   const CastTensor t = tensors[c.tensor];
   const int64_t begin = int64_t(c.chunk) * kChunkElements;
   const int64_t end = min(t.numel, begin + kChunkElements);
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) t.target[i] = __float2bfloat16(t.source[i]);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float v = t.source[i];
+    if (t.target) t.target[i] = __float2bfloat16(v);
+    if (t.fp32_target) t.fp32_target[i] = v;
+  }
 }
 
 void refresh_working_copies(const void* metadata, size_t chunks_offset, int chunk_count, const KernelContext& ctx) {

@@ -1,5 +1,7 @@
 #pragma once
-// bf16 working copies of fp32 master weights, refreshed in one multi-tensor launch.
+// bf16 working copies of fp32 master weights, refreshed in one multi-tensor launch; where the
+// core keeps only a shard of the master (the distributed optimizer), also the fp32 values that
+// the kernels read.
 #include <cstdint>
 
 #include "kernel_context.hpp"
@@ -9,8 +11,9 @@ namespace ptdp::fused {
 
 struct CastTensor {
   const float* source;
-  bf16* target;
+  bf16* target;         // or null
   int64_t numel;
+  float* fp32_target;   // or null
 };
 
 // metadata: a device copy of pack_multi_tensor(std::vector<CastTensor>).

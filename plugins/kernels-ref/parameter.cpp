@@ -12,31 +12,56 @@ void ParameterRegistry::add(const std::shared_ptr<Parameter>& parameter) {
   by_name_.emplace(parameter->ref.name, parameter);
 }
 
+std::shared_ptr<Parameter> ParameterRegistry::find(const std::string& name, const std::string& who) const {
+  std::shared_ptr<Parameter> match;
+  const auto [begin, end] = by_name_.equal_range(name);
+  for (auto it = begin; it != end; ++it) {
+    auto live = it->second.lock();
+    if (!live) continue;
+    if (match) throw Error("kernels-ref: " + who + ": this backend holds two parameters named '" + name + "'");
+    match = live;
+  }
+  if (!match) throw Error("kernels-ref: " + who + ": no parameter named '" + name + "'");
+  return match;
+}
+
 void ParameterRegistry::place(const std::vector<ParamRef>& params) {
   std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
   for (const ParamRef& want : params) {
-    std::shared_ptr<Parameter> match;
-    const auto [begin, end] = by_name_.equal_range(want.name);
-    for (auto it = begin; it != end; ++it) {
-      auto live = it->second.lock();
-      if (!live) continue;
-      if (match) throw Error("kernels-ref: place_parameters: this backend holds two parameters named '" + want.name + "'");
-      match = live;
-    }
-    if (!match) throw Error("kernels-ref: place_parameters: no parameter named '" + want.name + "'");
-    check_host_tensor(want.master, DType::F32, match->ref.master.shape, want.name + " placed master");
+    std::shared_ptr<Parameter> match = find(want.name, "place_parameters");
+    if (want.master.data) check_host_tensor(want.master, DType::F32, match->ref.master.shape, want.name + " placed master");
+    else if (want.master.shape != match->ref.master.shape)
+      throw Error("kernels-ref: place_parameters: " + want.name + " placed with an empty master of shape " +
+                  shape_string(want.master.shape) + ", expected " + shape_string(match->ref.master.shape));
     check_host_tensor(want.grad, DType::F32, match->ref.master.shape, want.name + " placed grad");
     found.emplace_back(match, &want);
   }
   // Checked whole before anything moves, so a bad list leaves every parameter as it was.
   for (auto& [parameter, want] : found) {
-    std::memmove(want->master.data, parameter->ref.master.data, parameter->ref.master.bytes());
-    parameter->ref.master = want->master;
+    if (want->master.data) {
+      std::memmove(want->master.data, parameter->ref.master.data, parameter->ref.master.bytes());
+      parameter->ref.master = want->master;
+      parameter->storage.clear();
+    } else {
+      parameter->storage.resize(1);  // the master, which this backend computes from
+    }
     parameter->ref.grad = want->grad;
     parameter->ref.exp_avg = Tensor{};
     parameter->ref.exp_avg_sq = Tensor{};
-    parameter->storage.clear();
   }
+}
+
+void ParameterRegistry::set_weights(const std::vector<ParamRef>& params) {
+  std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
+  for (const ParamRef& given : params) {
+    std::shared_ptr<Parameter> match = find(given.name, "set_weights");
+    if (match->storage.size() != 1)
+      throw Error("kernels-ref: set_weights: " + given.name + " was not placed with an empty master");
+    check_host_tensor(given.master, DType::F32, match->ref.master.shape, given.name + " weights");
+    found.emplace_back(match, &given);
+  }
+  for (auto& [parameter, given] : found)
+    std::memcpy(parameter->ref.master.data, given->master.data, parameter->ref.master.bytes());
 }
 
 std::shared_ptr<Parameter> make_parameter(const GptParameterShape& shape, const Partition& partition) {

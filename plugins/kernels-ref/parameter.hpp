@@ -15,7 +15,8 @@ namespace ptdp::kref {
 
 struct Parameter {
   ParamRef ref;                      // views into `storage`, or into the core's buffers once placed
-  std::vector<OwnedTensor> storage;  // master, grad, exp_avg, exp_avg_sq; empty once placed
+  std::vector<OwnedTensor> storage;  // master, grad, exp_avg, exp_avg_sq; once placed, empty, or
+                                     // only the master where the core keeps none (set_weights)
 
   float* value() const { return ref.master.as<float>(); }
   float* grad() const { return ref.grad.as<float>(); }
@@ -27,9 +28,14 @@ class ParameterRegistry {
   void add(const std::shared_ptr<Parameter>& parameter);
   // Moves each listed parameter's master (values copied) and gradient to the given places and
   // frees the parameter's own memory; a name this backend did not make, or made twice, is an error.
+  // A parameter placed with an empty master keeps its own, which set_weights then writes.
   void place(const std::vector<ParamRef>& params);
+  // Copies params[i].master into the own master of the parameter named params[i].name.
+  void set_weights(const std::vector<ParamRef>& params);
 
  private:
+  // The one live parameter named `name`; `who` prefixes the error when there is none or two.
+  std::shared_ptr<Parameter> find(const std::string& name, const std::string& who) const;
   std::multimap<std::string, std::weak_ptr<Parameter>> by_name_;
 };
 

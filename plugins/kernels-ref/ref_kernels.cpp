@@ -120,4 +120,8 @@ void RefKernels::place_parameters(const std::vector<ParamRef>& params) {
   bound("place_parameters").parameters->place(params);
 }
 
+void RefKernels::set_weights(const std::vector<ParamRef>& params) {
+  bound("set_weights").parameters->set_weights(params);
+}
+
 }  // namespace ptdp::kref

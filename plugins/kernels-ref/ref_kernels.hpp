@@ -42,6 +42,7 @@ class RefKernels : public LayerKernels {
   void place_parameters(const std::vector<ParamRef>& params) override;
   // Masters are the working weights here, so there is nothing to refresh.
   void params_updated() override {}
+  void set_weights(const std::vector<ParamRef>& params) override;
   void synchronize() override {}
   void* stream() override { return nullptr; }
   // Every call completes before it returns: there is nothing to order.

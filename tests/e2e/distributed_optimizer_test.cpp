@@ -1,6 +1,7 @@
 // The distributed optimizer (parallel.distributed_optimizer): gradients reduce-scattered, each
-// data-parallel rank updating its 1/d shard of the optimizer state, the weights all-gathered. It
-// keeps the single-rank losses and weights, divides the optimizer state per rank by d, saves
+// data-parallel rank updating its 1/d shard of the fp32 master weights and Adam moments, the
+// weights all-gathered. It keeps the single-rank losses and weights, divides the master weights
+// and moments per rank by d, saves
 // checkpoints that resume under another layout, and its bucket reductions run during the backward.
 #include <gtest/gtest.h>
 
@@ -87,24 +88,30 @@ INSTANTIATE_TEST_SUITE_P(Layouts, DistributedOptimizer,
                                            Layout{2, 2, 2, 2, true, false}, Layout{1, 2, 4, 1, false, true}),
                          [](const auto& info) { return info.param.name(); });
 
-// "optimizer state 898.0 kB (898048 bytes)" from rank 0's start line: what it allocated.
-int64_t optimizer_bytes(const std::string& output) {
+// What rank 0's start line says it allocated for `what` ("fp32 master weights", "Adam moments"):
+// "Adam moments 898.0 kB (898048 bytes)".
+int64_t allocated_bytes(const std::string& output, const std::string& what) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex(R"(optimizer state [^(]*\(([0-9]+) bytes\))"))) return -1;
+  if (!std::regex_search(output, m, std::regex(what + R"( [^(]*\(([0-9]+) bytes\))"))) return -1;
   return std::stoll(m[1]);
 }
 
-TEST(DistributedOptimizerMemory, OptimizerStatePerRankIsDividedByD) {
+TEST(DistributedOptimizerMemory, MasterWeightsAndMomentsPerRankAreDividedByD) {
   TinyGptWorkspace ws;
   const HostRun whole = ws.run({"run.steps=1", "parallel.data=4"}, 4);
   const HostRun sharded = ws.run({"run.steps=1", "parallel.data=4", "parallel.distributed_optimizer=true"}, 4);
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
-  const int64_t full = optimizer_bytes(whole.output), shard = optimizer_bytes(sharded.output);
-  ASSERT_GT(full, 0) << whole.output;
-  ASSERT_GT(shard, 0) << sharded.output;
-  // Only the alignment of each bucket to 64·d elements differs from an exact quarter.
-  EXPECT_NEAR(static_cast<double>(shard) / static_cast<double>(full), 0.25, 0.01) << full << " and " << shard;
+  for (const std::string what : {"fp32 master weights", "Adam moments"}) {
+    const int64_t full = allocated_bytes(whole.output, what), shard = allocated_bytes(sharded.output, what);
+    ASSERT_GT(full, 0) << whole.output;
+    ASSERT_GT(shard, 0) << sharded.output;
+    // Only the alignment of each bucket to 64·d elements differs from an exact quarter.
+    EXPECT_NEAR(static_cast<double>(shard) / static_cast<double>(full), 0.25, 0.01)
+        << what << ": " << full << " and " << shard;
+  }
+  // The gradients stay whole: every rank's backward accumulates all of them.
+  EXPECT_EQ(allocated_bytes(sharded.output, "gradients"), allocated_bytes(whole.output, "gradients"));
 }
 
 // "898.0 kB" as bytes.
@@ -129,7 +136,9 @@ TEST(DistributedOptimizerMemory, TheSummarysOptimizerStateIsWhatARankAllocates) 
                                              R"(optimizer, ([0-9.]+) (B|kB|MB|GB) with it)")))
         << summary.output;
     const double predicted = sharded ? size_in_bytes(m[3], m[4]) : size_in_bytes(m[1], m[2]);
-    const double allocated = static_cast<double>(optimizer_bytes(run.output));
+    // At fp32 the whole master weights are the working weights; the shard is optimizer state.
+    const double allocated = static_cast<double>(allocated_bytes(run.output, "Adam moments") +
+                                                 (sharded ? allocated_bytes(run.output, "fp32 master weights") : 0));
     // The buffers align every parameter to 64 elements, a few percent of this small model.
     EXPECT_NEAR(allocated / predicted, 1.0, 0.05) << run.output;
   }

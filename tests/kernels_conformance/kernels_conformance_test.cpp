@@ -289,6 +289,86 @@ TEST_P(KernelsConformance, SideStreamIsItsOwnAndOrderedBothWays) {
   EXPECT_EQ(back, ones);
 }
 
+// The distributed optimizer keeps no whole master: the core places every parameter with an empty
+// one and hands the backend its weights through set_weights. A step from weights set that way
+// equals a step from the same weights loaded into placed masters.
+TEST_P(KernelsConformance, AModelPlacedWithoutMastersTakesItsWeightsFromSetWeights) {
+  const ModelSpec m = small_gpt_spec();
+  const TokenBatch batch = test::make_token_batch(m, 21, 0);
+  struct Step {
+    float loss;
+    TensorMap grads;
+  };
+  auto step = [&](bool whole_master) {
+    auto k = under_test().create();
+    k->bind(binding(m, nullptr, 0, 1));
+    test::GptStack stack(*k, m);
+    const TensorMap weights = test::make_initial_weights(stack.parameters(), 5);
+    // The core's memory: a master (or none) and a gradient per parameter.
+    std::vector<OwnedTensor> memory;
+    std::vector<ParamRef> placed = stack.parameters();
+    for (ParamRef& p : placed) {
+      memory.push_back(k->allocate(p.master.shape, DType::F32));
+      p.grad = memory.back().view;
+      if (whole_master) {
+        memory.push_back(k->allocate(p.master.shape, DType::F32));
+        p.master = memory.back().view;
+      } else {
+        p.master.data = nullptr;
+      }
+    }
+    k->place_parameters(placed);
+    if (whole_master) {
+      load(*k, placed, weights);
+    } else {
+      std::vector<OwnedTensor> values;
+      std::vector<ParamRef> given = placed;
+      for (ParamRef& p : given) {
+        values.push_back(k->allocate(p.master.shape, DType::F32));
+        p.master = values.back().view;
+        const std::vector<float> local = test::slice_global(test::shard_layout(p), weights.at(p.name).values);
+        k->copy_from_host(p.master, local.data());
+      }
+      k->set_weights(given);
+      k->synchronize();
+    }
+    const float loss = stack.forward(microbatch(m, 0), batch);
+    stack.backward(microbatch(m, 0), 1.0f);
+    return Step{loss, whole_grads(*k, placed)};
+  };
+  const Step loaded = step(true), set = step(false);
+  const Tolerances tol = tolerances();
+  EXPECT_TRUE(close("loss", {set.loss}, {loaded.loss}, tol.repeat));
+  expect_close(set.grads, loaded.grads, tol.repeat, "gradient");
+}
+
+TEST_P(KernelsConformance, SetWeightsRefusesWhatItCannotSet) {
+  const ModelSpec m = small_gpt_spec();
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  auto block = k->make_block(1);
+  std::vector<OwnedTensor> memory;
+  std::vector<ParamRef> placed = block->parameters();
+  for (size_t i = 0; i < placed.size(); ++i) {
+    memory.push_back(k->allocate(placed[i].master.shape, DType::F32));
+    placed[i].grad = memory.back().view;
+    memory.push_back(k->allocate(placed[i].master.shape, DType::F32));
+    if (i == 0) placed[i].master = memory.back().view;  // the core keeps this one's master
+    else placed[i].master.data = nullptr;
+  }
+  k->place_parameters(placed);
+  std::vector<ParamRef> given = placed;
+  for (size_t i = 0; i < given.size(); ++i) given[i].master = memory[2 * i + 1].view;
+  expect_error([&] { k->set_weights({given[0]}); }, "was not placed with an empty master", "a placed master");
+  ParamRef unknown = given[1];
+  unknown.name = "layers.99.mlp.fc2.bias";
+  expect_error([&] { k->set_weights({unknown}); }, "no parameter named 'layers.99.mlp.fc2.bias'", "an unknown name");
+  ParamRef narrow = given[1];
+  narrow.master.shape = {1};
+  expect_error([&] { k->set_weights({narrow}); }, given[1].name, "another shape");
+  k->set_weights({given.begin() + 1, given.end()});  // the rest is fine
+}
+
 TEST_P(KernelsConformance, BlockMatchesTheReference) {
   const ModelSpec m = small_gpt_spec();
   const TensorMap weights = block_weights(m, 3);

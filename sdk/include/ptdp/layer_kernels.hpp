@@ -161,7 +161,8 @@ class LayerKernels {
   // Updates each entry's master and moments from its gradient. An entry may be a flat range of
   // a parameter (1-D views of master, grad and moments at the same offset into it, as a
   // distributed optimizer's shard cuts parameters); the backend keeps any working copy of that
-  // range in step.
+  // range in step. Entries in other memory than a placed master (the distributed optimizer's
+  // shard of a parameter placed with an empty master) update only what they point at.
   virtual void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) = 0;
   // Since ABI 1.3. From now on each parameter's master weights and gradient live where
   // params[i].master and params[i].grad point (f32 memory from allocate(), the parameter's shape;
@@ -170,9 +171,20 @@ class LayerKernels {
   // changed; the backend copies the current master values over, then frees its own master,
   // gradient and moment memory (the optimizer state is the core's from here on). Called at most
   // once, before the first forward.
+  // Since ABI 1.5 a placed master may be empty (data null, shape still the parameter's): the core
+  // keeps no whole fp32 master of that parameter (the distributed optimizer keeps 1/d of it). The
+  // backend then keeps whatever it computes from (a bf16 working copy, the fp32 values its kernels
+  // read) and takes new values only through set_weights.
   virtual void place_parameters(const std::vector<ParamRef>& params) = 0;
-  // The core wrote master weights (initialization, checkpoint load): refresh working copies.
+  // The core wrote master weights (initialization, checkpoint load): refresh working copies of
+  // the parameters placed with a master.
   virtual void params_updated() = 0;
+  // Since ABI 1.5. For parameters placed with an empty master: params[i].master holds the whole
+  // new fp32 values of the parameter named params[i].name (its local shape, memory from
+  // allocate()); the backend copies them into what it computes from, in stream order (the core
+  // may overwrite that memory with work it enqueues after this call). Other tensors of the
+  // entries are ignored. A name the backend does not hold, or another shape, is an Error.
+  virtual void set_weights(const std::vector<ParamRef>& params) = 0;
   virtual void synchronize() = 0;
   virtual void* stream() = 0;  // cudaStream_t for CUDA backends, nullptr on the host
 

@@ -105,7 +105,7 @@ TEST(PluginRegistry, RefusesOtherAbiMajor) {
 
 TEST(PluginRegistry, RefusesNewerAbiMinor) {
   EXPECT_EQ(load_refusal("broken-abi-minor"),
-            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.4");
+            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.7, host supports 1.5");
 }
 
 TEST(PluginRegistry, RefusesACheckpointStoreBuiltBeforeItsInterfaceGrew) {
@@ -118,14 +118,14 @@ TEST(PluginRegistry, RefusesACheckpointStoreBuiltBeforeItsInterfaceGrew) {
 TEST(PluginRegistry, RefusesAKernelsPluginBuiltBeforeItsInterfaceGrew) {
   EXPECT_EQ(load_refusal("broken-old-kernels", PluginKind::LayerKernels, "kernels"),
             "plugin " + probe_file("broken-old-kernels") +
-                ": ABI mismatch: kernels plugin built for ABI 1.3, a kernels plugin needs 1.4 or later "
+                ": ABI mismatch: kernels plugin built for ABI 1.4, a kernels plugin needs 1.5 or later "
                 "(rebuild it against this SDK)");
 }
 
 TEST(PluginRegistry, RefusesTooSmallDescriptor) {
   EXPECT_EQ(load_refusal("broken-struct-size"),
             "plugin " + probe_file("broken-struct-size") + ": ABI mismatch: descriptor is " +
-                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.4) needs at least " +
+                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.5) needs at least " +
                 std::to_string(sizeof(PluginDescriptor)));
 }
 

@@ -578,7 +578,7 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
   std::vector<CastTensor> casts;
   for (size_t t = 0; t < sizes.size(); ++t) {
     w[t]->poison();
-    casts.push_back(CastTensor{p[t]->get() + misalign(t), reinterpret_cast<bf16*>(w[t]->get() + misalign(t)), sizes[t]});
+    casts.push_back(CastTensor{p[t]->get() + misalign(t), reinterpret_cast<bf16*>(w[t]->get() + misalign(t)), sizes[t], nullptr});
   }
   const MultiTensorMetadata cast_meta = pack_multi_tensor(casts);
   DeviceArray<uint8_t> d_cast_meta(cast_meta.bytes);

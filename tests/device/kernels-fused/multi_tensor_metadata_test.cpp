@@ -39,7 +39,7 @@ TEST(MultiTensorMetadata, DescriptorsPackToTheSameBytesWhereverTheyWereBuilt) {
   auto* w = reinterpret_cast<bf16*>(std::uintptr_t{0x2000});
   expect_same_bytes<AdamTensor>([&] { return AdamTensor{f, f, f, f, w, 70000, 0.1f}; });
   expect_same_bytes<SquareSumTensor>([&] { return SquareSumTensor{f, 70000}; });
-  expect_same_bytes<CastTensor>([&] { return CastTensor{f, w, 70000}; });
+  expect_same_bytes<CastTensor>([&] { return CastTensor{f, w, 70000, nullptr}; });
 }
 
 }  // namespace
