@@ -151,6 +151,7 @@ void OptimizerState::for_each_whole(const std::function<void(const std::vector<P
       kernels_.synchronize();  // before the scratch buffers go
     }
   }
+  kernels_.release_cached_memory();  // no step asks for buffers of a bucket's size
 }
 
 void OptimizerState::load_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn) {
@@ -179,6 +180,7 @@ void OptimizerState::load_each_whole(const std::function<void(const std::vector<
       kernels_.synchronize();  // before the scratch buffers go
     }
   }
+  kernels_.release_cached_memory();  // no step asks for buffers of a bucket's size
 }
 
 }  // namespace ptdp

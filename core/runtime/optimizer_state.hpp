@@ -42,7 +42,8 @@ class OptimizerState {
   std::vector<ParamRef> whole_params() const;
   // Runs fn on groups of parameters with their whole master and moments (a checkpoint save):
   // every parameter at once, or, sharded, one bucket's parameters at a time, gathered over the
-  // data-parallel group into scratch buffers the size of that bucket.
+  // data-parallel group into scratch buffers the size of that bucket (given back to the device
+  // at the end: no step reuses them).
   void for_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn);
   // fn writes the master and whole moments of the parameters it is given (initialization, a
   // checkpoint load), in the same groups and starting from zero; a sharded state then keeps its

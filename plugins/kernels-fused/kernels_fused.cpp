@@ -300,6 +300,13 @@ void KernelsFused::set_weights(const std::vector<ParamRef>& params) {
                          b->kernel_context());
 }
 
+void KernelsFused::release_cached_memory() {
+  auto& b = bound();
+  b->activate();
+  PTDP_CALL(cudaStreamSynchronize(b->stream()));
+  b->arena().release_cached();
+}
+
 void KernelsFused::synchronize() {
   auto& b = bound();
   b->activate();

@@ -40,6 +40,7 @@ class KernelsFused final : public LayerKernels {
   void place_parameters(const std::vector<ParamRef>& params) override;
   void params_updated() override;
   void set_weights(const std::vector<ParamRef>& params) override;
+  void release_cached_memory() override;
   void synchronize() override;
   void* stream() override;
   void* side_stream() override;

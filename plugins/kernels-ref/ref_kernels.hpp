@@ -43,6 +43,7 @@ class RefKernels : public LayerKernels {
   // Masters are the working weights here, so there is nothing to refresh.
   void params_updated() override {}
   void set_weights(const std::vector<ParamRef>& params) override;
+  void release_cached_memory() override {}  // host memory goes back when freed
   void synchronize() override {}
   void* stream() override { return nullptr; }
   // Every call completes before it returns: there is nothing to order.

@@ -185,6 +185,11 @@ class LayerKernels {
   // may overwrite that memory with work it enqueues after this call). Other tensors of the
   // entries are ignored. A name the backend does not hold, or another shape, is an Error.
   virtual void set_weights(const std::vector<ParamRef>& params) = 0;
+  // Since ABI 1.5. Memory the backend keeps for reuse (a caching allocator's free blocks) goes
+  // back to the device. The core calls it after one-off work that allocated large scratch
+  // buffers (the distributed optimizer's initialization, checkpoint load and save), whose sizes
+  // no step asks for again. Waits for the backend's work.
+  virtual void release_cached_memory() = 0;
   virtual void synchronize() = 0;
   virtual void* stream() = 0;  // cudaStream_t for CUDA backends, nullptr on the host
 

@@ -34,6 +34,7 @@ class HostMemoryKernels final : public LayerKernels {
   void place_parameters(const std::vector<ParamRef>&) override { unused("place_parameters"); }
   void params_updated() override { ++params_updated_calls; }
   void set_weights(const std::vector<ParamRef>&) override { unused("set_weights"); }
+  void release_cached_memory() override {}
   void synchronize() override {}
   void* stream() override { return nullptr; }
   // Every call completes before it returns: there is nothing to order.
