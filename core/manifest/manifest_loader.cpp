@@ -62,6 +62,7 @@ void read_parallel(TableReader r, RunConfig::Parallel& par) {
   r.read("recompute", par.recompute, {"none", "full"});
   r.read("recompute_every", par.recompute_every, 1, kMaxLayers);
   r.read("distributed_optimizer", par.distributed_optimizer);
+  r.read("overlap_param_gather", par.overlap_param_gather);
   r.read("bucket_elements", par.bucket_elements, 1, int64_t(1) << 40);
   r.finish();
 }

@@ -37,6 +37,7 @@ struct RunConfig {
     std::string recompute = "none";  // "none" | "full"
     int recompute_every = 1;         // with "full": checkpoint every c layers
     bool distributed_optimizer = false;  // master state and Adam moments sharded over d (ZeRO-1)
+    bool overlap_param_gather = true;    // its weight all-gather runs beside the next step's forward
     int64_t bucket_elements = 40000000;  // gradients per data-parallel reduction; see default_bucket_elements
     int world_size() const { return tensor * pipeline * data; }
     int microbatches() const { return global_batch / (micro_batch * data); }  // m

@@ -88,8 +88,8 @@ const PlanCandidate* fastest_other_shape(const PlanResult& result) {
 
 // What a layout marked dist-opt sets, in the manifest's words.
 constexpr const char* kDistributedOptimizerNote =
-    "dist-opt is parallel.distributed_optimizer = true: Adam moments sharded over d, gradients reduce-scattered and "
-    "the fp32 master weights all-gathered after each step";
+    "dist-opt is parallel.distributed_optimizer = true: fp32 master weights and Adam moments sharded over d, "
+    "gradients reduce-scattered and the updated master weights all-gathered beside the next step's forward";
 
 }  // namespace
 

@@ -32,10 +32,11 @@ GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& gr
   for (const ChunkBuffers& c : chunks_) reduced_.emplace_back(c.layout().buckets.size(), false);
 }
 
-void GradientReducer::begin_step() {
-  timeline_.span("zero gradients", "optimizer", [&] {
-    for (const ChunkBuffers& c : chunks_) kernels_.fill_zero(c.grad());
-  });
+void GradientReducer::begin_step(bool zero_gradients) {
+  if (zero_gradients)
+    timeline_.span("zero gradients", "optimizer", [&] {
+      for (const ChunkBuffers& c : chunks_) kernels_.fill_zero(c.grad());
+    });
   for (auto& flags : reduced_) flags.assign(flags.size(), false);
 }
 

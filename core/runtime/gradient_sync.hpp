@@ -24,8 +24,9 @@ class GradientReducer {
   GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
                   bool reduce_scatter, ReductionLane* lane, TimelineRecorder& timeline);
 
-  // Zeroes every gradient buffer; the step's backward accumulates into them.
-  void begin_step();
+  // Zeroes every gradient buffer, unless the optimizer still has the last step's gathered weights
+  // there (and zeroes each bucket once it has taken them); the step's backward accumulates into them.
+  void begin_step(bool zero_gradients = true);
   // Layer `unit` of `chunk` ran its last backward of the step: reduces every bucket now final.
   void layer_final(int chunk, int unit);
   // The flush: the tied word embedding's sum, then every bucket not reduced yet; returns when

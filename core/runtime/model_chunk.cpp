@@ -42,8 +42,11 @@ OwnedTensor ModelChunk::activation() {
   return kernels_.allocate({model_.seq_len, model_.micro_batch, model_.hidden}, kernels_.activation_dtype());
 }
 
-void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save) {
+void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save,
+                                const std::function<void(int)>& layer_starting) {
+  const int first_block = embedding_ ? 1 : 0;
   for (size_t i = first; i < last; ++i) {
+    if (layer_starting) layer_starting(first_block + static_cast<int>(i));
     OwnedTensor y = activation();
     blocks_[i]->forward(mb, x.view, y.view, save);
     x = std::move(y);
@@ -51,9 +54,10 @@ void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last,
 }
 
 OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const MicrobatchTokens& batch,
-                                Tensor loss, bool training) {
+                                Tensor loss, bool training, const std::function<void(int)>& layer_starting) {
   OwnedTensor x;
   if (embedding_) {
+    if (layer_starting) layer_starting(0);
     x = activation();
     embedding_->forward(mb, *batch.tokens, x.view, training);
   } else {
@@ -62,9 +66,9 @@ OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const
   }
   const size_t n = blocks_.size();
   if (!training) {
-    forward_blocks(mb, 0, n, x, false);
+    forward_blocks(mb, 0, n, x, false, layer_starting);
   } else if (recompute_every_ <= 0) {
-    forward_blocks(mb, 0, n, x, true);
+    forward_blocks(mb, 0, n, x, true, layer_starting);
   } else {
     auto& inputs = segment_inputs_[mb.slot];
     inputs.clear();
@@ -72,10 +76,11 @@ OwnedTensor ModelChunk::forward(const MicroBatch& mb, const Tensor& input, const
       OwnedTensor kept = activation();
       kernels_.copy(kept.view, x.view);
       inputs.push_back(std::move(kept));
-      forward_blocks(mb, first, std::min(n, first + recompute_every_), x, false);
+      forward_blocks(mb, first, std::min(n, first + recompute_every_), x, false, layer_starting);
     }
   }
   if (head_) {
+    if (layer_starting) layer_starting((embedding_ ? 1 : 0) + static_cast<int>(n));
     head_->forward(mb, x.view, *batch.targets, loss, training);
     return {};
   }

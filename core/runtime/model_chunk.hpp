@@ -36,8 +36,10 @@ class ModelChunk {
 
   // input: activation [s, b, h] (ignored when the chunk has the embedding). Returns the output
   // activation, or an empty tensor when the chunk has the head (the loss goes to `loss`).
+  // layer_starting, when given, is called with each layer's index (as parameter_layers()
+  // numbers them) right before that layer's forward.
   OwnedTensor forward(const MicroBatch& mb, const Tensor& input, const MicrobatchTokens& batch,
-                      Tensor loss, bool training);
+                      Tensor loss, bool training, const std::function<void(int)>& layer_starting = {});
   // A whole model on one rank (embedding to head), forward without dropout, keeping nothing:
   // logits F32 [s, b, padded_vocab / t] on the kernels' device (HeadLayer::logits).
   void logits(const MicroBatch& mb, const Tensor& tokens, Tensor logits);
@@ -50,7 +52,8 @@ class ModelChunk {
 
  private:
   OwnedTensor activation();
-  void forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save);
+  void forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save,
+                      const std::function<void(int)>& layer_starting = {});
 
   LayerKernels& kernels_;
   ChunkLayout layout_;

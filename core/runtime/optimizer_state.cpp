@@ -2,7 +2,12 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "runtime/gradient_sync.hpp"
+#include "runtime/reduction_lane.hpp"
 
 namespace ptdp {
 
@@ -64,7 +69,18 @@ OptimizerState::OptimizerState(LayerKernels& kernels, const ParallelGroups& grou
       }
     }
     shards_.push_back(std::move(shard));
+    // Buckets run from the last layer to the first: the forward needs them in reverse.
+    const size_t c = shards_.size() - 1;
+    int units = 0;
+    for (const LayoutEntry& e : chunk.entries()) units = std::max(units, e.unit + 1);
+    needed_upto_.emplace_back(static_cast<size_t>(units), 0);
+    for (size_t b = layout.buckets.size(); b-- > 0;) {
+      order_.push_back({c, b});
+      for (size_t k : layout.buckets[b].params)
+        needed_upto_[c][static_cast<size_t>(chunk.entries()[k].unit)] = order_.size() - 1;
+    }
   }
+  next_ = order_.size();
 }
 
 std::vector<ParamRef> OptimizerState::whole_params() const {
@@ -89,8 +105,7 @@ double OptimizerState::grad_norm(const GridPosition& me, int stages) {
   return std::sqrt(all_reduce_scalar(kernels_, *groups_.world, kernels_.sum_squares(counted), ReduceOp::Sum));
 }
 
-void OptimizerState::gather(size_t c, size_t b, const Tensor& shard, const Tensor& whole) {
-  Communicator& data = *groups_.data;
+void OptimizerState::gather(Communicator& data, size_t c, size_t b, const Tensor& shard, const Tensor& whole) {
   const BucketShard s = bucket_shard(chunks_[c].layout().buckets[b], data.rank(), data.size());
   const Tensor mine = shard.flat_slice(shards_[c].bucket_start[b], s.count);
   if (data.size() > 1) data.all_gather(mine, whole);
@@ -102,19 +117,66 @@ void OptimizerState::step(const AdamStep& adam) {
     kernels_.adam_step(whole_params(), adam);
     return;
   }
+  take_all_weights();  // a step without a forward since the last one (none in training)
   std::vector<ParamRef> pieces;
   for (const ChunkShard& shard : shards_) pieces.insert(pieces.end(), shard.pieces.begin(), shard.pieces.end());
   kernels_.adam_step(pieces, adam);
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    const ChunkBuffers& chunk = chunks_[c];
-    for (size_t b = 0; b < chunk.layout().buckets.size(); ++b) {
-      const GradientBucket& bucket = chunk.layout().buckets[b];
-      // The bucket's range of the gradient buffer is free until the next step zeroes it.
-      const Tensor whole = chunk.grad().flat_slice(bucket.offset, bucket.size);
-      gather(c, b, shards_[c].master.view, whole);
-      kernels_.set_weights(bucket_params(chunk, bucket, whole, Tensor{}, Tensor{}));
-    }
+  next_ = 0;
+  if (lane_) {
+    // What the lane enqueues on the side stream follows the update; the gathers after the
+    // first follow it on that stream.
+    kernels_.side_waits_for_compute();
+    pending_ = true;
+    post_gather();
+    return;
   }
+  while (next_ < order_.size()) {
+    const BucketRef r = order_[next_];
+    const GradientBucket& bucket = chunks_[r.chunk].layout().buckets[r.bucket];
+    const Tensor whole = chunks_[r.chunk].grad().flat_slice(bucket.offset, bucket.size);
+    gather(*groups_.data, r.chunk, r.bucket, shards_[r.chunk].master.view, whole);
+    kernels_.set_weights(bucket_params(chunks_[r.chunk], bucket, whole, Tensor{}, Tensor{}));
+    ++next_;
+  }
+}
+
+void OptimizerState::gather_on_lane(ReductionLane& lane, TimelineRecorder& timeline) {
+  lane_ = &lane;
+  timeline_ = &timeline;
+}
+
+void OptimizerState::post_gather() {
+  const BucketRef r = order_[next_];
+  const GradientBucket* bucket = &chunks_[r.chunk].layout().buckets[r.bucket];  // layouts never change
+  const Tensor whole = chunks_[r.chunk].grad().flat_slice(bucket->offset, bucket->size);
+  const Tensor shard = shards_[r.chunk].master.view;
+  lane_->post([this, r, whole, shard] {
+    timeline_->lane_span(fmt::format("weight all-gather {}.{}", r.chunk, r.bucket), "data-parallel",
+                        [&] { gather(lane_->data(), r.chunk, r.bucket, shard, whole); });
+  });
+}
+
+void OptimizerState::take_next() {
+  const BucketRef r = order_[next_];
+  const GradientBucket& bucket = chunks_[r.chunk].layout().buckets[r.bucket];
+  const Tensor whole = chunks_[r.chunk].grad().flat_slice(bucket.offset, bucket.size);
+  // Only this bucket's gather is on the lane: waiting for the lane waits for it.
+  timeline_->span("wait for weights", "collective", [&] { lane_->wait_all(); });
+  kernels_.compute_waits_for_side();
+  kernels_.set_weights(bucket_params(chunks_[r.chunk], bucket, whole, Tensor{}, Tensor{}));
+  kernels_.fill_zero(whole);  // for the backward to accumulate into
+  if (++next_ < order_.size()) post_gather();
+  else pending_ = false;
+}
+
+void OptimizerState::weights_needed(int chunk, int unit) {
+  if (!pending_) return;
+  const size_t upto = needed_upto_.at(static_cast<size_t>(chunk)).at(static_cast<size_t>(unit));
+  while (pending_ && next_ <= upto) take_next();
+}
+
+void OptimizerState::take_all_weights() {
+  while (pending_) take_next();
 }
 
 std::vector<ParamRef> OptimizerState::bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket,
@@ -138,15 +200,16 @@ std::vector<ParamRef> OptimizerState::bucket_params(const ChunkBuffers& chunk, c
 
 void OptimizerState::for_each_whole(const std::function<void(const std::vector<ParamRef>&)>& fn) {
   if (!distributed_) return fn(whole_params());
+  take_all_weights();  // the lane's gathers are done before this thread's start
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const auto& buckets = chunks_[c].layout().buckets;
     for (size_t b = 0; b < buckets.size(); ++b) {
       const OwnedTensor master = kernels_.allocate({buckets[b].size}, DType::F32);
       const OwnedTensor m = kernels_.allocate({buckets[b].size}, DType::F32);
       const OwnedTensor v = kernels_.allocate({buckets[b].size}, DType::F32);
-      gather(c, b, shards_[c].master.view, master.view);
-      gather(c, b, shards_[c].exp_avg.view, m.view);
-      gather(c, b, shards_[c].exp_avg_sq.view, v.view);
+      gather(*groups_.data, c, b, shards_[c].master.view, master.view);
+      gather(*groups_.data, c, b, shards_[c].exp_avg.view, m.view);
+      gather(*groups_.data, c, b, shards_[c].exp_avg_sq.view, v.view);
       fn(bucket_params(chunks_[c], buckets[b], master.view, m.view, v.view));
       kernels_.synchronize();  // before the scratch buffers go
     }
@@ -160,6 +223,7 @@ void OptimizerState::load_each_whole(const std::function<void(const std::vector<
     kernels_.params_updated();
     return;
   }
+  take_all_weights();  // the values loaded here replace them
   const int d = groups_.data->size(), r = groups_.data->rank();
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const auto& buckets = chunks_[c].layout().buckets;

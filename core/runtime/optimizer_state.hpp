@@ -5,16 +5,21 @@
 // Megatron-Core's distributed optimizer) a rank holds the master weights and moments of its 1/d
 // shard of every bucket only, updates that shard from the reduce-scattered gradients, and the
 // updated shards are all-gathered over the data-parallel group into the backend's working
-// weights (set_weights).
+// weights (set_weights). With a reduction lane and overlap_param_gather the all-gathers run there,
+// one bucket ahead of the next step's forward: a layer's weights are taken (weights_needed) right
+// before its first forward, while the lane gathers the next bucket's.
 #include <functional>
 #include <vector>
 
 #include <ptdp/layer_kernels.hpp>
 
 #include "runtime/chunk_buffers.hpp"
+#include "runtime/timeline_recorder.hpp"
 #include "runtime/topology.hpp"
 
 namespace ptdp {
+
+class ReductionLane;
 
 class OptimizerState {
  public:
@@ -23,6 +28,9 @@ class OptimizerState {
   // master buffer).
   OptimizerState(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
                  bool distributed);
+  // From the next step on, the sharded all-gathers run on `lane` beside the forward, recorded in
+  // `timeline` (until then, and without a call, on the computing thread right after Adam).
+  void gather_on_lane(ReductionLane& lane, TimelineRecorder& timeline);
 
   bool distributed() const { return distributed_; }
   // Bytes this rank allocated for the fp32 master weights (whole or its shard) and the moments.
@@ -33,9 +41,17 @@ class OptimizerState {
   // whole gradients over the model group, or from this rank's shards over the world.
   double grad_norm(const GridPosition& me, int stages);
   // Adam on what this rank updates; sharded, then each bucket's updated master all-gathered and
-  // handed to the backend. Sharded, the step leaves the gradient buffers overwritten: the gather
-  // lands there, since nothing reads the gradients again before the next step zeroes them.
+  // handed to the backend, now or (with a lane) as the next forward reaches it. The gather lands
+  // in the bucket's range of the gradient buffer, which nothing reads again before the next
+  // backward; a bucket whose weights are taken later is zeroed then, not by the next step.
   void step(const AdamStep& adam);
+  // Whether buckets gathered on the lane still wait to be taken (their gradients not yet zeroed).
+  bool weights_pending() const { return pending_; }
+  // Layer `unit` of `chunk` is about to run forward: takes the weights of every bucket up to the
+  // ones that hold it, in forward order.
+  void weights_needed(int chunk, int unit);
+  // Takes every pending bucket's weights (before anything but a training forward reads them).
+  void take_all_weights();
 
   // Every parameter as the trainer holds it (master and moments empty when sharded): names and
   // shapes, for a checkpoint's check.
@@ -60,8 +76,17 @@ class OptimizerState {
   // (an empty buffer leaves that tensor empty).
   std::vector<ParamRef> bucket_params(const ChunkBuffers& chunk, const GradientBucket& bucket, const Tensor& master,
                                       const Tensor& exp_avg, const Tensor& exp_avg_sq) const;
-  // The whole of bucket b of chunk c's shard tensor `shard`, into `whole` (bucket-sized).
-  void gather(size_t c, size_t b, const Tensor& shard, const Tensor& whole);
+  // The whole of bucket b of chunk c's shard tensor `shard`, into `whole` (bucket-sized), over
+  // `data` (the computing thread's group, or the lane's).
+  void gather(Communicator& data, size_t c, size_t b, const Tensor& shard, const Tensor& whole);
+  // The lane gathers the master of order_[next_] into its gradient range.
+  void post_gather();
+  // The gathered master of order_[next_] goes to the backend, its gradient range is zeroed, and
+  // the lane starts on the next.
+  void take_next();
+  struct BucketRef {
+    size_t chunk, bucket;
+  };
 
   LayerKernels& kernels_;
   const ParallelGroups& groups_;
@@ -70,6 +95,12 @@ class OptimizerState {
   int64_t master_bytes_ = 0, moment_bytes_ = 0;
   std::vector<OwnedTensor> whole_;   // per chunk: exp_avg and exp_avg_sq in the chunk's layout
   std::vector<ChunkShard> shards_;
+  ReductionLane* lane_ = nullptr;
+  TimelineRecorder* timeline_ = nullptr;
+  std::vector<BucketRef> order_;                 // every bucket, in the order the forward needs them
+  std::vector<std::vector<size_t>> needed_upto_;  // per chunk and layer: the last place in order_ it needs
+  size_t next_ = 0;                              // the first bucket of order_ not taken yet
+  bool pending_ = false;                         // a step's gathers are under way on the lane
 };
 
 }  // namespace ptdp

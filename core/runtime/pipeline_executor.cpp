@@ -118,7 +118,9 @@ void PipelineExecutor::compute(const ComputeOp& op, const StepContext& step) {
       input = found->second.view;
     }
     Tensor loss = layout.has_head ? step.losses.flat_slice(op.microbatch, 1) : Tensor{};
-    OwnedTensor out = chunk.forward(mb, input, batch, loss, step.training);
+    std::function<void(int)> layer_starting;
+    if (layer_starting_) layer_starting = [&](int layer) { layer_starting_(op.chunk, layer); };
+    OwnedTensor out = chunk.forward(mb, input, batch, loss, step.training, layer_starting);
     if (!layout.has_embedding) buffers_.erase(input_key);
     if (!layout.has_head) buffers_[{kActivation, op.microbatch, vs}] = std::move(out);
   } else {

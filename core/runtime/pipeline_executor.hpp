@@ -29,6 +29,8 @@ class PipelineExecutor {
   // Called with (chunk, layer) right after that layer's last backward of the step, when its
   // gradients are final (layers numbered as ModelChunk::parameter_layers numbers them).
   void on_gradients_final(std::function<void(int chunk, int layer)> fn) { gradients_final_ = std::move(fn); }
+  // Called with (chunk, layer) right before each forward of that layer.
+  void on_layer_starting(std::function<void(int chunk, int layer)> fn) { layer_starting_ = std::move(fn); }
 
   // Runs the step's stream; each microbatch of the first and the last stage reads its tokens from
   // the step's batches.
@@ -54,6 +56,7 @@ class PipelineExecutor {
   ModelSpec model_;
   int64_t samples_per_replica_;
   std::function<void(int, int)> gradients_final_;
+  std::function<void(int, int)> layer_starting_;
   std::vector<int> backwards_left_;  // per chunk, this step
   std::map<BufferKey, OwnedTensor> buffers_;           // received inputs and outputs to send
   std::map<int, std::pair<OwnedTensor, OwnedTensor>> tokens_;  // slot -> (tokens, targets) on host

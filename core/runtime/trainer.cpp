@@ -461,6 +461,10 @@ void RankTrainer::prepare_steps(int64_t first_step) {
   open_reduction_lane();
   reducer_.emplace(*kernels_, groups_, buffers_, optimizer_->distributed(), lane_.get(), *timeline_);
   executor_->on_gradients_final([this](int chunk, int layer) { reducer_->layer_final(chunk, layer); });
+  if (lane_ && optimizer_->distributed() && cfg_.parallel.overlap_param_gather) {
+    optimizer_->gather_on_lane(*lane_, *timeline_);
+    executor_->on_layer_starting([this](int chunk, int layer) { optimizer_->weights_needed(chunk, layer); });
+  }
 }
 
 TrainOutcome RankTrainer::train(int64_t first_step) {
@@ -515,11 +519,12 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
       return TrainOutcome::StoppedBySignal;
     }
   }
+  optimizer_->take_all_weights();  // the trained weights, in the backend, before the run ends
   return TrainOutcome::Finished;
 }
 
 StepMetrics RankTrainer::train_step(const StepContext& step) {
-  reducer_->begin_step();
+  reducer_->begin_step(!optimizer_->weights_pending());
   executor_->run(step);
   reducer_->finish();
   double grad_norm = 0;

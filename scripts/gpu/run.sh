@@ -13,7 +13,8 @@
 #   layouts-1.3b  the 1.3B model at t 2 and at p 2 (two ranks on the GPU) against one rank
 #   dopt     data parallelism on one GPU (comm-ucx, ranks sharing it): the small GPT at d 2 with and
 #            without the distributed optimizer against d 1; the 1.3B model at d 2 with and without
-#            it against d 1, with each rank's peak device memory, and a profiled trace of d 2 read
+#            it (its weight all-gathers beside the next forward, and right after Adam) against d 1,
+#            with each rank's peak device memory and step time, and a profiled trace of d 2 read
 #            for how much of the bucket reductions ran beside compute (reduction_overlap.py)
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
@@ -54,11 +55,12 @@ echo "GPU: $gpu   date: $(date -u +%F)" | tee -a "$table"
 # Lines of a log that report a check with this verdict (some prefix a "[rank N] ").
 count() { grep -cE "(^|\] )$1 " "$OUT/$2"; }
 # Mean of a field over the steps after the warm-up ones, from a --metrics file.
-steady() {  # file field warmup
+steady() {  # file field warmup [scale]
   python3 - "$@" <<'PY'
 import json, sys
 rows = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if "step" in r]  # not the header
-xs = [r[sys.argv[2]] for r in rows[int(sys.argv[3]):]]
+scale = float(sys.argv[4]) if len(sys.argv) > 4 else 1.0
+xs = [r[sys.argv[2]] * scale for r in rows[int(sys.argv[3]):]]
 print(f"{sum(xs) / len(xs):.1f}" if xs else "n/a")
 PY
 }
@@ -279,13 +281,17 @@ dopt)
   big=(--set run.steps=10 --set run.log_every=5 --set 'plugins.communicator="comm-ucx"' --set launch.ranks_per_gpu=2
        --set parallel.global_batch=8)
   timed_run dopt-big-d1 examples/gpt-1gpu.toml "${big[@]}"
-  for arm in "d2 false" "d2-distopt true"; do
-    read -r name distopt <<< "$arm"
+  # The distributed optimizer's weight all-gathers beside the next forward (the default) and right
+  # after Adam: the step time of each, steps 4-10.
+  for arm in "d2 false true" "d2-distopt true true" "d2-distopt-after-adam true false"; do
+    read -r name distopt overlap <<< "$arm"
     with_rank_memory "$OUT/dopt-big-$name.peak" timed_run dopt-big-$name examples/gpt-1gpu.toml "${big[@]}" \
-      --nproc 2 --set parallel.data=2 --set parallel.distributed_optimizer=$distopt
+      --nproc 2 --set parallel.data=2 --set parallel.distributed_optimizer=$distopt \
+      --set parallel.overlap_param_gather=$overlap
     row "1.3B $name vs d 1" "$(loss_gap "$OUT/dopt-big-$name.jsonl" "$OUT/dopt-big-d1.jsonl" 10)"
     row "1.3B $name: peak GiB per rank (nvidia-smi)" "$(cat "$OUT/dopt-big-$name.peak")"
     row "1.3B $name: rank 0 allocated" "$(grep -oE 'fp32 master weights .*' "$OUT/dopt-big-$name.log" | head -1)"
+    row "1.3B $name: step ms (steps 4-10)" "$(steady "$OUT/dopt-big-$name.jsonl" step_time_s 3 1000)"
   done
   # Whether the bucket reductions ran beside the backward: a profiled trace of one step at d 2,
   # the lane's reduction spans against each rank's compute-stream kernels.

@@ -1,6 +1,7 @@
 // A rank that dies mid-run stops the job promptly with a message naming it, and the metrics
 // already written stay on disk: across a pipeline, and across data-parallel replicas, whose
-// survivor may be waiting in a bucket reduction on its reduction lane.
+// survivor may be waiting in a bucket reduction on its reduction lane (or, with the distributed
+// optimizer, in a weight all-gather there).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -46,7 +47,10 @@ class RankFailure : public ::testing::TestWithParam<std::string> {};
 TEST_P(RankFailure, KilledRankStopsTheJobWithAClearError) {
   TinyGptWorkspace ws;
   const std::string metrics = ws.dir() + "/metrics.jsonl";
-  BackgroundRun job(ws, {"parallel." + GetParam() + "=2", "run.steps=100000"}, 2, metrics);
+  std::vector<std::string> sets = {"run.steps=100000"};
+  if (GetParam() == "distributed_optimizer") sets.insert(sets.end(), {"parallel.data=2", "parallel.distributed_optimizer=true"});
+  else sets.push_back("parallel." + GetParam() + "=2");
+  BackgroundRun job(ws, sets, 2, metrics);
   const pid_t launcher = job.pid();
   // Wait until two steps are on disk, then kill rank 1 the hard way.
   ASSERT_TRUE(job.wait_for_steps(2, std::chrono::seconds(60))) << "the job did not train:\n" << job.output();
@@ -65,7 +69,7 @@ TEST_P(RankFailure, KilledRankStopsTheJobWithAClearError) {
   EXPECT_EQ(find_rank(launcher, 0), -1) << "rank 0 outlived the job";
 }
 
-INSTANTIATE_TEST_SUITE_P(TwoRanks, RankFailure, ::testing::Values("pipeline", "data"),
+INSTANTIATE_TEST_SUITE_P(TwoRanks, RankFailure, ::testing::Values("pipeline", "data", "distributed_optimizer"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
