@@ -1,10 +1,9 @@
 #include "runtime/optimizer_state.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/gradient_sync.hpp"
 #include "runtime/reduction_lane.hpp"
@@ -122,7 +121,7 @@ void OptimizerState::step(const AdamStep& adam) {
   for (const ChunkShard& shard : shards_) pieces.insert(pieces.end(), shard.pieces.begin(), shard.pieces.end());
   kernels_.adam_step(pieces, adam);
   next_ = 0;
-  if (lane_) {
+  if (lane_ && !order_.empty()) {
     // What the lane enqueues on the side stream follows the update; the gathers after the
     // first follow it on that stream.
     kernels_.side_waits_for_compute();

@@ -511,6 +511,7 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     checkpoint_when_due(step + 1);
     if (step + 1 < cfg_.run.steps && stop_requested()) {
       if (checkpoints_) save_checkpoint(step + 1);
+      optimizer_->take_all_weights();
       if (id_.rank == 0)
         spdlog::warn("stopped by signal {} after step {}/{}: {}", StopSignal::received(), step + 1, cfg_.run.steps,
                      checkpoints_ ? "a resume continues from its checkpoint"

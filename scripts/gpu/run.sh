@@ -24,6 +24,8 @@
 #   largest  the largest model that trains, with and without full recomputation
 #   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
 #   fusions-each  ptdp-host ab of each kernels-fused fusion alone against none
+#   adam-bandwidth  kernels-fused's Adam over half the 1.3B model's parameters against cudaMemcpy
+#            between device buffers: the device's own ceiling for streaming DRAM traffic
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
 #            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz)
 # Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
@@ -383,6 +385,11 @@ fusions-each)
   else
     tail -5 "$OUT/ab-fusions-each.log"
   fi
+  ;;
+adam-bandwidth)
+  "$B/bin/kernels-fused-adam-bandwidth" > "$OUT/adam-bandwidth.log" 2>&1
+  row "adam-bandwidth" "exit $?"
+  tee -a "$table" < "$OUT/adam-bandwidth.log"
   ;;
 profile)
   # The table from 3 profiled steps; the trace (host ops beside the GPU streams) from one more run.
