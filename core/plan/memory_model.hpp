@@ -5,7 +5,9 @@
 //
 // Model state, per parameter: bf16 working weights (2 bytes), fp32 gradients (4), fp32 master
 // weights and Adam's two fp32 moments (12) — 18 bytes; ptdp's distributed optimizer divides the
-// moments' 8 by d (the fp32 masters stay whole on every rank: kernels-fused reads some of them). Activations of one layer and microbatch, 16-bit, without sequence parallelism (Korthikanti
+// 12 by d, and kernels-fused then keeps fp32 copies of the embeddings for its lookups (4 bytes
+// each of the first stage's embedding parameters). Activations of one layer and microbatch,
+// 16-bit, without sequence parallelism (Korthikanti
 // et al., "Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198, §4):
 // s·b·h·(10 + 24/t) bytes, plus 5·a·s²·b/t when the attention scores are kept in memory; with full
 // recomputation only each layer's input, 2·s·b·h bytes, plus one layer's full set while it is
