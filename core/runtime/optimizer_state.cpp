@@ -88,20 +88,31 @@ std::vector<ParamRef> OptimizerState::whole_params() const {
   return all;
 }
 
-double OptimizerState::grad_norm(const GridPosition& me, int stages) {
+const Tensor& OptimizerState::grad_sum_squares(const GridPosition& me, int stages) {
   std::vector<Tensor> counted;
+  Communicator* group = groups_.model.get();
   if (!distributed_) {
     for (const ChunkBuffers& chunk : chunks_)
       for (const ParamRef& p : chunk.params())
         if (counts_in_grad_norm(p, me, stages)) counted.push_back(p.grad);
-    return std::sqrt(all_reduce_scalar(kernels_, *groups_.model, kernels_.sum_squares(counted), ReduceOp::Sum));
+  } else {
+    // Only this rank's shards hold summed gradients; the shards of the data-parallel ranks
+    // partition every chunk, so the world's sum counts each element once.
+    for (const ChunkShard& shard : shards_)
+      for (const ParamRef& piece : shard.pieces)
+        if (counts_in_grad_norm(piece, me, stages)) counted.push_back(piece.grad);
+    group = groups_.world.get();
   }
-  // Only this rank's shards hold summed gradients; the shards of the data-parallel ranks
-  // partition every chunk, so the world's sum counts each element once.
-  for (const ChunkShard& shard : shards_)
-    for (const ParamRef& piece : shard.pieces)
-      if (counts_in_grad_norm(piece, me, stages)) counted.push_back(piece.grad);
-  return std::sqrt(all_reduce_scalar(kernels_, *groups_.world, kernels_.sum_squares(counted), ReduceOp::Sum));
+  if (!sum_squares_.view.data) sum_squares_ = kernels_.allocate({1}, DType::F32);
+  kernels_.sum_squares_into(counted, sum_squares_.view);
+  if (group->size() > 1) group->all_reduce(sum_squares_.view, ReduceOp::Sum);
+  return sum_squares_.view;
+}
+
+double OptimizerState::read_grad_norm() {
+  float sum = 0;
+  kernels_.copy_to_host(&sum, sum_squares_.view);
+  return std::sqrt(static_cast<double>(sum));
 }
 
 void OptimizerState::gather(Communicator& data, size_t c, size_t b, const Tensor& shard, const Tensor& whole) {

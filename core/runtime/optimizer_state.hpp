@@ -37,9 +37,13 @@ class OptimizerState {
   int64_t master_bytes() const { return master_bytes_; }
   int64_t moment_bytes() const { return moment_bytes_; }
 
-  // The L2 norm of the whole model's gradient, each element counted once over the job: from the
-  // whole gradients over the model group, or from this rank's shards over the world.
-  double grad_norm(const GridPosition& me, int stages);
+  // The square of the L2 norm of the whole model's gradient, each element counted once over the
+  // job (from the whole gradients over the model group, or from this rank's shards over the
+  // world), in a one-element F32 tensor on the kernels' device, in stream order: Adam reads it
+  // there (AdamStep::grad_sum_squares), and the host reads it with read_grad_norm when it must.
+  const Tensor& grad_sum_squares(const GridPosition& me, int stages);
+  // The norm of the last grad_sum_squares (waits for it).
+  double read_grad_norm();
   // Adam on what this rank updates; sharded, then each bucket's updated master all-gathered and
   // handed to the backend, now or (with a lane) as the next forward reaches it. The gather lands
   // in the bucket's range of the gradient buffer, which nothing reads again before the next
@@ -93,6 +97,7 @@ class OptimizerState {
   std::vector<ChunkBuffers>& chunks_;
   bool distributed_;
   int64_t master_bytes_ = 0, moment_bytes_ = 0;
+  OwnedTensor sum_squares_;  // F32 [1], grad_sum_squares' result
   std::vector<OwnedTensor> whole_;   // per chunk: exp_avg and exp_avg_sq in the chunk's layout
   std::vector<ChunkShard> shards_;
   ReductionLane* lane_ = nullptr;

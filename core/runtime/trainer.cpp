@@ -528,23 +528,27 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   reducer_->begin_step(!optimizer_->weights_pending());
   executor_->run(step);
   reducer_->finish();
-  double grad_norm = 0;
-  step.timeline.span("grad norm", "collective", [&] { grad_norm = optimizer_->grad_norm(me_, topology_.pipeline()); });
   AdamStep adam;
+  step.timeline.span("grad norm", "collective",
+                     [&] { adam.grad_sum_squares = optimizer_->grad_sum_squares(me_, topology_.pipeline()); });
   adam.step = step.step + 1;
   adam.lr = static_cast<float>(learning_rate(schedule_, step.step, schedule_.decay_steps));
   adam.beta1 = static_cast<float>(cfg_.optimizer.beta1);
   adam.beta2 = static_cast<float>(cfg_.optimizer.beta2);
   adam.eps = static_cast<float>(cfg_.optimizer.eps);
   adam.weight_decay = cfg_.optimizer.type == "adamw" ? static_cast<float>(cfg_.optimizer.weight_decay) : 0.0f;
-  const double clip = cfg_.optimizer.grad_clip;
-  adam.grad_scale = (clip > 0 && grad_norm > clip) ? static_cast<float>(clip / (grad_norm + 1e-6)) : 1.0f;
-  if (!std::isfinite(grad_norm))
-    throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted{}", step.step + 1,
-                            grad_norm, unsaved_note(unverified_save_)));
-  // These gradients came from the weights of the previous step and are finite: that step is
-  // sound, and its weights and moments are still untouched until the update below.
+  // The kernels read the norm and clip on the device, and update nothing when it is not finite,
+  // so the host reads it only after the update is queued.
+  adam.max_grad_norm = static_cast<float>(std::max(0.0, cfg_.optimizer.grad_clip));
+  auto refuse_non_finite = [&](double grad_norm) {
+    if (!std::isfinite(grad_norm))
+      throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted{}",
+                              step.step + 1, grad_norm, unsaved_note(unverified_save_)));
+  };
   if (unverified_save_) {
+    // These gradients came from the weights of the previous step; if they are finite, that step
+    // is sound, and its weights and moments are still untouched until the update below.
+    refuse_non_finite(optimizer_->read_grad_norm());
     save_checkpoint(*unverified_save_);
     unverified_save_.reset();
   }
@@ -552,6 +556,8 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   StepMetrics sm;
   sm.step = step.step + 1;
   sm.loss = step_loss(step.losses, cfg_.parallel.microbatches());
+  const double grad_norm = optimizer_->read_grad_norm();
+  refuse_non_finite(grad_norm);  // the update left everything as it was
   sm.grad_norm = grad_norm;
   sm.lr = adam.lr;
   kernels_->synchronize();

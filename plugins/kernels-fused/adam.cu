@@ -41,6 +41,12 @@ __device__ __forceinline__ bool vectorizable(const AdamTensor& t) {
 // thread) 83% (BENCHMARKS.md, 2026-12-01).
 __global__ void adam_kernel(const AdamTensor* __restrict__ tensors, const ChunkRef* __restrict__ chunks,
                             AdamHyper h) {
+  if (h.grad_sum_squares) {
+    // ptdp::grad_clip_scale (layer_kernels.hpp), on the device, so the host need not wait for it.
+    const double norm = sqrt(double(*h.grad_sum_squares));
+    if (!isfinite(norm)) return;
+    h.grad_scale = (h.max_grad_norm > 0 && norm > h.max_grad_norm) ? float(h.max_grad_norm / (norm + 1e-6)) : 1.0f;
+  }
   const ChunkRef c = chunks[blockIdx.x];
   const AdamTensor t = tensors[c.tensor];
   const int64_t begin = int64_t(c.chunk) * kChunkElements;

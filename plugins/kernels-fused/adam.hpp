@@ -24,6 +24,10 @@ struct AdamTensor {
 struct AdamHyper {
   float lr, beta1, beta2, eps, grad_scale;
   float bias_correction1, bias_correction2;  // 1 - beta^step
+  // When set, grad_scale is read from the global sum of squares on the device, as
+  // ptdp::grad_clip_scale computes it, and a non-finite norm updates nothing.
+  const float* grad_sum_squares = nullptr;
+  float max_grad_norm = 0.0f;
 };
 
 // metadata: a device copy of pack_multi_tensor(std::vector<AdamTensor>).

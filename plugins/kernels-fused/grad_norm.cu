@@ -33,20 +33,25 @@ __global__ void square_sum_chunks_kernel(const SquareSumTensor* __restrict__ ten
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-__global__ void sum_partials_kernel(const double* __restrict__ partials, int count, double* __restrict__ result) {
+__global__ void sum_partials_kernel(const double* __restrict__ partials, int count, double* __restrict__ result,
+                                    float* __restrict__ as_float) {
   __shared__ double shared[kThreads];
   double sum = 0.0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
   sum = block_sum(sum, shared);
-  if (threadIdx.x == 0) result[0] = sum;
+  if (threadIdx.x == 0) {
+    result[0] = sum;
+    if (as_float) as_float[0] = float(sum);
+  }
 }
 
 }  // namespace
 
 void sum_of_squares(const void* metadata, size_t chunks_offset, int chunk_count, double* result,
-                    const KernelContext& ctx) {
+                    const KernelContext& ctx, float* as_float) {
   if (chunk_count == 0) {
     PTDP_CALL(cudaMemsetAsync(result, 0, sizeof(double), ctx.stream));
+    if (as_float) PTDP_CALL(cudaMemsetAsync(as_float, 0, sizeof(float), ctx.stream));
     return;
   }
   const auto* tensors = static_cast<const SquareSumTensor*>(metadata);
@@ -55,7 +60,7 @@ void sum_of_squares(const void* metadata, size_t chunks_offset, int chunk_count,
   square_sum_chunks_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, ctx.stream>>>(tensors, chunks,
                                                                                             partials.get());
   PTDP_LAUNCH_CHECK(square_sum_chunks_kernel);
-  sum_partials_kernel<<<1, kThreads, 0, ctx.stream>>>(partials.get(), chunk_count, result);
+  sum_partials_kernel<<<1, kThreads, 0, ctx.stream>>>(partials.get(), chunk_count, result, as_float);
   PTDP_LAUNCH_CHECK(sum_partials_kernel);
 }
 

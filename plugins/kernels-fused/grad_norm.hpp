@@ -14,8 +14,8 @@ struct SquareSumTensor {
 };
 
 // metadata: a device copy of pack_multi_tensor(std::vector<SquareSumTensor>). Writes the sum to
-// result (one double on the device).
+// result (one double on the device) and, when given, rounded to as_float (one float there).
 void sum_of_squares(const void* metadata, size_t chunks_offset, int chunk_count, double* result,
-                    const KernelContext& ctx);
+                    const KernelContext& ctx, float* as_float = nullptr);
 
 }  // namespace ptdp::fused

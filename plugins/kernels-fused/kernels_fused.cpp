@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -189,15 +190,25 @@ void KernelsFused::fill_zero(Tensor t) {
   PTDP_CALL(cudaMemsetAsync(t.data, 0, t.bytes(), b->stream()));
 }
 
-double KernelsFused::sum_squares(const std::vector<Tensor>& tensors) {
-  auto& b = bound();
+namespace {
+
+std::vector<SquareSumTensor> square_sum_list(const std::vector<Tensor>& tensors,
+                                             const std::function<void(const Tensor&)>& expect_device) {
   std::vector<SquareSumTensor> list;
   for (const Tensor& t : tensors) {
     if (t.dtype != DType::F32) throw Error("kernels-fused: sum_squares takes f32 tensors, got " +
                                            std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
-    expect_device(t, "sum_squares: tensor");
+    expect_device(t);
     if (t.numel() > 0) list.push_back(SquareSumTensor{t.as<const float>(), t.numel()});
   }
+  return list;
+}
+
+}  // namespace
+
+double KernelsFused::sum_squares(const std::vector<Tensor>& tensors) {
+  auto& b = bound();
+  const auto list = square_sum_list(tensors, [&](const Tensor& t) { expect_device(t, "sum_squares: tensor"); });
   b->activate();
   const MultiTensorMetadata meta = pack_multi_tensor(list);
   const void* device_meta = meta.chunk_count ? b->metadata().device_copy(meta.bytes) : nullptr;
@@ -207,6 +218,18 @@ double KernelsFused::sum_squares(const std::vector<Tensor>& tensors) {
   PTDP_CALL(cudaMemcpyAsync(&host, result.get(), sizeof(double), cudaMemcpyDeviceToHost, b->stream()));
   PTDP_CALL(cudaStreamSynchronize(b->stream()));
   return host;
+}
+
+void KernelsFused::sum_squares_into(const std::vector<Tensor>& tensors, Tensor out) {
+  auto& b = bound();
+  const auto list = square_sum_list(tensors, [&](const Tensor& t) { expect_device(t, "sum_squares_into: tensor"); });
+  b->expect(out, DType::F32, MemoryKind::Cuda, {1}, "sum_squares_into: out");
+  b->activate();
+  const MultiTensorMetadata meta = pack_multi_tensor(list);
+  const void* device_meta = meta.chunk_count ? b->metadata().device_copy(meta.bytes) : nullptr;
+  auto result = allocate_buffer<double>(b->arena(), 1);  // queued work holds it: the arena's order
+  sum_of_squares(device_meta, meta.chunks_offset, meta.chunk_count, result.get(), b->kernel_context(),
+                 out.as<float>());
 }
 
 void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep& step) {
@@ -238,6 +261,11 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
   hyper.grad_scale = step.grad_scale;
   hyper.bias_correction1 = float(1.0 - std::pow(double(step.beta1), double(step.step)));
   hyper.bias_correction2 = float(1.0 - std::pow(double(step.beta2), double(step.step)));
+  if (step.grad_sum_squares.data) {
+    b->expect(step.grad_sum_squares, DType::F32, MemoryKind::Cuda, {1}, "adam_step: grad_sum_squares");
+    hyper.grad_sum_squares = step.grad_sum_squares.as<const float>();
+    hyper.max_grad_norm = step.max_grad_norm;
+  }
   b->activate();
   const MultiTensorMetadata meta = pack_multi_tensor(list);
   ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,

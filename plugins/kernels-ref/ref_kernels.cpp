@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -112,8 +113,20 @@ double RefKernels::sum_squares(const std::vector<Tensor>& tensors) {
   return sum;
 }
 
+void RefKernels::sum_squares_into(const std::vector<Tensor>& tensors, Tensor out) {
+  check_host_tensor(out, DType::F32, {1}, "sum_squares_into out");
+  *out.as<float>() = static_cast<float>(sum_squares(tensors));
+}
+
 void RefKernels::adam_step(const std::vector<ParamRef>& params, const AdamStep& step) {
-  for (const ParamRef& p : params) adam_update(p, step);
+  AdamStep scaled = step;
+  if (step.grad_sum_squares.data) {
+    check_host_tensor(step.grad_sum_squares, DType::F32, {1}, "adam_step grad_sum_squares");
+    const double norm = std::sqrt(static_cast<double>(*step.grad_sum_squares.as<float>()));
+    if (!std::isfinite(norm)) return;  // nothing is updated
+    scaled.grad_scale = grad_clip_scale(norm, step.max_grad_norm);
+  }
+  for (const ParamRef& p : params) adam_update(p, scaled);
 }
 
 void RefKernels::place_parameters(const std::vector<ParamRef>& params) {

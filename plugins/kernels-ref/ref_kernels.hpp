@@ -38,6 +38,7 @@ class RefKernels : public LayerKernels {
   void copy(Tensor dst, const Tensor& src) override;
   void fill_zero(Tensor t) override;
   double sum_squares(const std::vector<Tensor>& tensors) override;
+  void sum_squares_into(const std::vector<Tensor>& tensors, Tensor out) override;
   void adam_step(const std::vector<ParamRef>& params, const AdamStep& step) override;
   void place_parameters(const std::vector<ParamRef>& params) override;
   // Masters are the working weights here, so there is nothing to refresh.

@@ -289,6 +289,78 @@ TEST_P(KernelsConformance, SideStreamIsItsOwnAndOrderedBothWays) {
   EXPECT_EQ(back, ones);
 }
 
+// The trainer hands Adam the global sum of squares on the device instead of a scale it read back:
+// the kernels clip from it as grad_clip_scale does, and update nothing when the norm is not finite.
+TEST_P(KernelsConformance, AdamReadsTheGradientNormWhereItWasSummed) {
+  const ModelSpec m = small_gpt_spec();
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  constexpr int64_t n = 1000;
+  std::vector<float> master(n), grad(n);
+  for (int64_t i = 0; i < n; ++i) {
+    master[size_t(i)] = 0.01f * float(i % 13) - 0.05f;
+    grad[size_t(i)] = 0.02f * float(i % 7) - 0.06f;
+  }
+  struct Param {
+    std::vector<OwnedTensor> memory;
+    ParamRef ref;
+  };
+  auto make = [&] {
+    Param p;
+    for (int i = 0; i < 4; ++i) p.memory.push_back(k->allocate({n}, DType::F32));
+    p.ref.name = "adam.test";
+    p.ref.global_shape = {n};
+    p.ref.master = p.memory[0].view;
+    p.ref.grad = p.memory[1].view;
+    p.ref.exp_avg = p.memory[2].view;
+    p.ref.exp_avg_sq = p.memory[3].view;
+    k->copy_from_host(p.ref.master, master.data());
+    k->copy_from_host(p.ref.grad, grad.data());
+    return p;
+  };
+  AdamStep step;
+  step.lr = 1e-2f;
+  step.weight_decay = 0.1f;
+  const float max_norm = 0.5f;
+  // On the host: the norm read back, the scale computed here.
+  Param host = make();
+  const float sum = static_cast<float>(k->sum_squares({host.ref.grad}));
+  ASSERT_GT(std::sqrt(double(sum)), max_norm) << "the test means to clip";
+  AdamStep scaled = step;
+  scaled.grad_scale = grad_clip_scale(std::sqrt(double(sum)), max_norm);
+  k->adam_step({host.ref}, scaled);
+  // On the device: the sum written where Adam reads it.
+  Param device = make();
+  OwnedTensor sum_squares = k->allocate({1}, DType::F32);
+  k->sum_squares_into({device.ref.grad}, sum_squares.view);
+  float written = 0;
+  k->copy_to_host(&written, sum_squares.view);
+  EXPECT_EQ(written, sum);
+  AdamStep from_device = step;
+  from_device.grad_scale = 123.0f;  // ignored
+  from_device.grad_sum_squares = sum_squares.view;
+  from_device.max_grad_norm = max_norm;
+  k->adam_step({device.ref}, from_device);
+  for (const size_t t : {0, 2, 3}) {  // master and both moments
+    std::vector<float> want(n), got(n);
+    k->copy_to_host(want.data(), host.memory[t].view);
+    k->copy_to_host(got.data(), device.memory[t].view);
+    EXPECT_TRUE(close("adam tensor " + std::to_string(t), got, want, 1e-6));
+  }
+  // A non-finite gradient: nothing moves.
+  Param broken = make();
+  const float nan = std::nanf("");
+  k->copy_from_host(broken.ref.grad.flat_slice(7, 1), &nan);
+  k->sum_squares_into({broken.ref.grad}, sum_squares.view);
+  from_device.grad_sum_squares = sum_squares.view;
+  k->adam_step({broken.ref}, from_device);
+  std::vector<float> after(n), moment(n);
+  k->copy_to_host(after.data(), broken.ref.master);
+  k->copy_to_host(moment.data(), broken.ref.exp_avg);
+  EXPECT_EQ(after, master) << "a non-finite norm updated the weights";
+  EXPECT_EQ(moment, std::vector<float>(n, 0.0f)) << "a non-finite norm updated the moments";
+}
+
 // The distributed optimizer keeps no whole master: the core places every parameter with an empty
 // one and hands the backend its weights through set_weights. A step from weights set that way
 // equals a step from the same weights loaded into placed masters.

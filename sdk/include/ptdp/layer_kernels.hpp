@@ -128,7 +128,20 @@ struct AdamStep {
   float eps = 1e-8f;
   float weight_decay = 0.0f; // decoupled (AdamW), only where ParamRef::weight_decay
   float grad_scale = 1.0f;   // gradients are multiplied by this first (clipping)
+  // Since ABI 1.5. When set (F32 [1] in the kernels' memory: the sum of squares of every
+  // gradient, from sum_squares_into and summed over the job), the backend reads the gradient norm
+  // as its square root itself, in stream order, so the host need not wait for it: grad_scale is
+  // then max_grad_norm / (norm + 1e-6) where max_grad_norm > 0 and norm > max_grad_norm, else 1
+  // (the field above is ignored), and where the norm is not finite nothing is updated at all.
+  Tensor grad_sum_squares;
+  float max_grad_norm = 0.0f;
 };
+
+// The gradient scale that clips the global norm to max_grad_norm (0: no clipping), as
+// AdamStep::grad_sum_squares asks backends to compute it.
+inline float grad_clip_scale(double norm, float max_grad_norm) {
+  return (max_grad_norm > 0 && norm > max_grad_norm) ? static_cast<float>(max_grad_norm / (norm + 1e-6)) : 1.0f;
+}
 
 class LayerKernels {
  public:
@@ -158,6 +171,9 @@ class LayerKernels {
   virtual void fill_zero(Tensor t) = 0;
   // Sum of squares of F32 tensors, accumulated in double where the backend can.
   virtual double sum_squares(const std::vector<Tensor>& tensors) = 0;
+  // Since ABI 1.5. The same sum, written to `out` (F32 [1] in the kernels' memory) in stream
+  // order, without waiting for it.
+  virtual void sum_squares_into(const std::vector<Tensor>& tensors, Tensor out) = 0;
   // Updates each entry's master and moments from its gradient. An entry may be a flat range of
   // a parameter (1-D views of master, grad and moments at the same offset into it, as a
   // distributed optimizer's shard cuts parameters); the backend keeps any working copy of that

@@ -30,6 +30,7 @@ class HostMemoryKernels final : public LayerKernels {
   void copy(Tensor dst, const Tensor& src) override { std::memcpy(dst.data, src.data, src.bytes()); }
   void fill_zero(Tensor t) override { std::memset(t.data, 0, t.bytes()); }
   double sum_squares(const std::vector<Tensor>&) override { unused("sum_squares"); }
+  void sum_squares_into(const std::vector<Tensor>&, Tensor) override { unused("sum_squares_into"); }
   void adam_step(const std::vector<ParamRef>&, const AdamStep&) override { unused("adam_step"); }
   void place_parameters(const std::vector<ParamRef>&) override { unused("place_parameters"); }
   void params_updated() override { ++params_updated_calls; }
