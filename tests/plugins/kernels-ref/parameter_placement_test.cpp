@@ -95,6 +95,30 @@ TEST(KernelsRefPlacement, AnUnknownParameterIsRefusedAndNothingMoves) {
   EXPECT_NE(block->parameters()[0].master.data, b.placed[0].master.data);
 }
 
+TEST(KernelsRefPlacement, AnEmptyMasterKeepsTheBackendsOwnAndAnotherShapeIsRefused) {
+  RefKernels k;
+  k.bind({tiny(), 0, 1, nullptr, 0});
+  auto block = k.make_block(0);
+  const std::vector<ParamRef> before = block->parameters();
+  Buffers b = buffers_for(k, before);
+  for (ParamRef& p : b.placed) p.master.data = nullptr;  // the core keeps no whole master
+  b.placed[1].master.shape = {3};
+  try {
+    k.place_parameters(b.placed);
+    FAIL() << "an empty master of another shape was placed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(b.placed[1].name + " placed with an empty master of shape [3]"), std::string::npos)
+        << e.what();
+  }
+  b.placed[1].master.shape = before[1].master.shape;
+  k.place_parameters(b.placed);
+  const std::vector<ParamRef> after = block->parameters();
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].master.data, before[i].master.data) << after[i].name << ": its own master, kept";
+    EXPECT_EQ(after[i].grad.data, b.placed[i].grad.data) << after[i].name;
+  }
+}
+
 TEST(KernelsRefPlacement, AdamOnARangeOfAParameterIsThatRangeOfAdamOnTheWhole) {
   RefKernels k;
   k.bind({tiny(), 0, 1, nullptr, 0});
