@@ -42,13 +42,22 @@ OwnedTensor ModelChunk::activation() {
   return kernels_.allocate({model_.seq_len, model_.micro_batch, model_.hidden}, kernels_.activation_dtype());
 }
 
+OwnedTensor ModelChunk::reused_activation(OwnedTensor& spare) {
+  if (!spare.storage) return activation();
+  OwnedTensor reused = std::move(spare);
+  spare = {};
+  return reused;
+}
+
 void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save,
                                 const std::function<void(int)>& layer_starting) {
   const int first_block = embedding_ ? 1 : 0;
+  OwnedTensor spare;  // the previous block's input: nothing reads it again (reused_activation)
   for (size_t i = first; i < last; ++i) {
     if (layer_starting) layer_starting(first_block + static_cast<int>(i));
-    OwnedTensor y = activation();
+    OwnedTensor y = reused_activation(spare);
     blocks_[i]->forward(mb, x.view, y.view, save);
+    spare = std::move(x);
     x = std::move(y);
   }
 }
@@ -110,9 +119,11 @@ OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, fl
     kernels_.copy(dx.view, doutput);
   }
   auto backward_range = [&](size_t first, size_t last) {
+    OwnedTensor spare;  // the previous block's output gradient
     for (size_t i = last; i-- > first;) {
-      OwnedTensor din = activation();
+      OwnedTensor din = reused_activation(spare);
       blocks_[i]->backward(mb, dx.view, din.view);
+      spare = std::move(dx);
       dx = std::move(din);
       done(first_block + static_cast<int>(i));
     }

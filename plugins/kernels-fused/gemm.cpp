@@ -1,5 +1,6 @@
 #include "gemm.hpp"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,7 @@ cublasLtEpilogue_t lt_epilogue(Kind kind) {
     case Kind::None: return CUBLASLT_EPILOGUE_DEFAULT;
     case Kind::Bias: return CUBLASLT_EPILOGUE_BIAS;
     case Kind::GeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    case Kind::DGeluBGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    case Kind::DGelu: return CUBLASLT_EPILOGUE_DGELU;
     case Kind::BGradB: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
@@ -40,7 +41,7 @@ std::string epilogue_text(Kind kind) {
     case Kind::None: return "";
     case Kind::Bias: return " with bias";
     case Kind::GeluAuxBias: return " with bias + GeLU (GELU_AUX_BIAS epilogue; plugin option gelu_epilogue = false avoids it)";
-    case Kind::DGeluBGrad: return " with dGeLU + bias gradient (DGELU_BGRAD epilogue; plugin option gelu_epilogue = false avoids it)";
+    case Kind::DGelu: return " with dGeLU (DGELU epilogue; plugin option gelu_epilogue = false avoids it)";
     case Kind::BGradB: return " with its bias gradient (BGRADB epilogue; plugin option bias_grad_epilogue = false avoids it)";
   }
   return "";
@@ -51,10 +52,10 @@ std::string epilogue_text(Kind kind) {
 // that, it is taken in bf16, which rounds each microbatch's sum once before it is accumulated.
 std::vector<cudaDataType_t> bias_types(Kind kind) {
   switch (kind) {
-    case Kind::None: return {};
+    case Kind::None:
+    case Kind::DGelu: return {};
     case Kind::Bias:
     case Kind::GeluAuxBias: return {CUDA_R_16BF};
-    case Kind::DGeluBGrad: return {CUDA_R_32F, CUDA_R_16BF};
     case Kind::BGradB: return {CUDA_R_32F, CUDA_R_16BF};
   }
   return {};
@@ -76,6 +77,7 @@ struct Gemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, best first, until autotuned
   cudaDataType_t bias_type = CUDA_R_16BF;
 };
 
@@ -89,8 +91,13 @@ size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
   return h;
 }
 
-Gemm::Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, PluginLog log)
-    : stream_(stream), arena_(std::move(arena)), log_(std::move(log)), workspace_bytes_(workspace_bytes) {
+Gemm::Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, bool autotune,
+           PluginLog log)
+    : stream_(stream),
+      arena_(std::move(arena)),
+      log_(std::move(log)),
+      workspace_bytes_(workspace_bytes),
+      autotune_(autotune) {
   PTDP_CALL(cublasLtCreate(&lt_));
   PTDP_CALL(cublasCreate(&blas_));
   PTDP_CALL(cublasSetStream(blas_, stream_));
@@ -108,7 +115,7 @@ Gemm::~Gemm() {
   log_.write_failures("kernels-fused: destroying the cuBLAS handles", failures);
 }
 
-const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
+Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
 
@@ -121,7 +128,7 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   const cublasLtEpilogue_t epilogue = lt_epilogue(key.epilogue);
   PTDP_CALL(
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  if (key.epilogue == Kind::GeluAuxBias || key.epilogue == Kind::DGeluBGrad) {
+  if (key.epilogue == Kind::GeluAuxBias || key.epilogue == Kind::DGelu) {
     // The aux matrix is m x n like D, packed: leading dimension m (divisible by 8, see
     // gelu_epilogue_fits).
     const int64_t aux_ld = key.m;
@@ -148,12 +155,13 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
                                                  &key.align_d, sizeof(key.align_d)));
   PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                  &key.align_d, sizeof(key.align_d)));
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kAutotuneCandidates]{};
+  const int wanted = autotune_ ? kAutotuneCandidates : 1;
   int found_count = 0;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   auto ask = [&] {
-    status = cublasLtMatmulAlgoGetHeuristic(lt_, plan->desc, plan->a, plan->b, plan->d, plan->d, preference, 1,
-                                            &result, &found_count);
+    status = cublasLtMatmulAlgoGetHeuristic(lt_, plan->desc, plan->a, plan->b, plan->d, plan->d, preference, wanted,
+                                            results, &found_count);
     return status == CUBLAS_STATUS_SUCCESS && found_count > 0;
   };
   bool found_algo = false;
@@ -172,9 +180,76 @@ const Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
     throw Error(std::string("kernels-fused: cuBLASLt has no algorithm for a GEMM of ") +
                 shape_text(key.m, key.n, key.k) + epilogue_text(key.epilogue) + ": " +
                 (status == CUBLAS_STATUS_SUCCESS ? std::string("the heuristic returned none") : status_text(status)));
-  plan->algo = result.algo;
+  plan->algo = results[0].algo;
+  if (found_count > 1)
+    for (int i = 0; i < found_count; ++i) plan->candidates.push_back(results[i].algo);
   auto [it, inserted] = plans_.emplace(key, std::move(plan));
   return *it->second;
+}
+
+void Gemm::autotune(Plan& plan, const PlanKey& key, const bf16* a, const bf16* b, void* d, float beta) {
+  const std::vector<cublasLtMatmulAlgo_t> candidates = std::move(plan.candidates);
+  plan.candidates.clear();
+  const size_t element = key.d_type == CUDA_R_32F ? 4 : 2;
+  const size_t d_bytes = size_t(key.ldd * (key.n - 1) + key.m) * element;
+  void* kept = nullptr;  // pinned host copy of an accumulated D
+  if (beta != 0.0f) {
+    PTDP_CALL(cudaMallocHost(&kept, d_bytes));
+    PTDP_CALL(cudaMemcpyAsync(kept, d, d_bytes, cudaMemcpyDeviceToHost, stream_));
+  }
+  cudaEvent_t start = nullptr, stop = nullptr;
+  PTDP_CALL(cudaEventCreate(&start));
+  PTDP_CALL(cudaEventCreate(&stop));
+  const float alpha = 1.0f;
+  auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d, &algo,
+                          workspace_.get(), workspace_bytes_, stream_);
+  };
+  // One run to warm the algorithm's kernels, then the mean of three; a candidate cuBLASLt
+  // refuses at launch is left out.
+  constexpr int kTimedRuns = 3;
+  std::vector<float> ms(candidates.size(), -1.0f);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (launch(candidates[i]) != CUBLAS_STATUS_SUCCESS) continue;
+    PTDP_CALL(cudaEventRecord(start, stream_));
+    bool ok = true;
+    for (int r = 0; r < kTimedRuns && ok; ++r) ok = launch(candidates[i]) == CUBLAS_STATUS_SUCCESS;
+    PTDP_CALL(cudaEventRecord(stop, stream_));
+    PTDP_CALL(cudaEventSynchronize(stop));
+    float elapsed = 0;
+    PTDP_CALL(cudaEventElapsedTime(&elapsed, start, stop));
+    if (ok) ms[i] = elapsed / kTimedRuns;
+  }
+  if (kept) {
+    PTDP_CALL(cudaMemcpyAsync(d, kept, d_bytes, cudaMemcpyHostToDevice, stream_));
+    PTDP_CALL(cudaStreamSynchronize(stream_));
+    PTDP_CALL(cudaFreeHost(kept));
+  }
+  PTDP_CALL(cudaEventDestroy(start));
+  PTDP_CALL(cudaEventDestroy(stop));
+
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (ms[i] >= 0 && (ms[best] < 0 || ms[i] < ms[best])) best = i;
+  if (ms[best] < 0) return;  // none ran: the heuristic's first stays, and its call says why
+  plan.algo = candidates[best];
+  const std::string epilogue = epilogue_text(key.epilogue);
+  const std::string what = "kernels-fused: GEMM " + shape_text(key.m, key.n, key.k) +
+                           (key.d_type == CUDA_R_32F ? " into fp32" : "") + epilogue.substr(0, epilogue.find(" ("));
+  char line[200];
+  if (best == 0) {
+    std::snprintf(line, sizeof line, ": the heuristic's first of %zu algorithms is the fastest (%.3f ms)",
+                  candidates.size(), double(ms[0]));
+    log_.write(LogLevel::Debug, what + line);
+  } else if (ms[0] < 0) {
+    std::snprintf(line, sizeof line, ": the heuristic's first algorithm does not run; algorithm %zu of %zu (%.3f ms)",
+                  best + 1, candidates.size(), double(ms[best]));
+    log_.write(LogLevel::Info, what + line);
+  } else {
+    std::snprintf(line, sizeof line, ": autotuned to algorithm %zu of %zu, %.3f ms, %.1f%% less than the heuristic's first",
+                  best + 1, candidates.size(), double(ms[best]), 100.0 * (1.0 - double(ms[best]) / double(ms[0])));
+    log_.write(LogLevel::Info, what + line);
+  }
 }
 
 void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
@@ -190,15 +265,15 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
     return;
   }
   const bool aux = epilogue.aux != nullptr;
-  if ((epilogue.kind == Kind::GeluAuxBias || epilogue.kind == Kind::DGeluBGrad) && !aux)
+  if ((epilogue.kind == Kind::GeluAuxBias || epilogue.kind == Kind::DGelu) && !aux)
     throw Error("kernels-fused: a GeLU epilogue without its GeLU input matrix");
   if (aux && !gelu_epilogue_fits(m))
     throw Error("kernels-fused: GeLU epilogue on " + std::to_string(m) + " rows (must be a multiple of 8)");
-  const bool grads = epilogue.kind == Kind::DGeluBGrad || epilogue.kind == Kind::BGradB;
+  const bool grads = epilogue.kind == Kind::BGradB;
   const void* bias_in = epilogue.bias;
   const PlanKey key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta != 0.0f, epilogue.kind,
                     alignment_of(a), alignment_of(b), alignment_of(d), bias_in ? alignment_of(bias_in) : 256u};
-  const Plan& plan = plan_for(key);
+  Plan& plan = plan_for(key);
 
   // A bias gradient is written, not accumulated: cuBLASLt sums into scratch, then it is added.
   const int64_t sums = epilogue.kind == Kind::BGradB ? n : m;
@@ -213,6 +288,7 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
     PTDP_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                              &aux_pointer, sizeof(aux_pointer)));
   }
+  if (!plan.candidates.empty()) autotune(plan, key, a, b, d, beta);
   const float alpha = 1.0f;
   PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
                            &plan.algo, workspace_.get(), workspace_bytes_, stream_));
@@ -238,14 +314,12 @@ void Gemm::linear_forward_gelu(const bf16* x, const bf16* weight, const bf16* bi
 }
 
 void Gemm::linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx,
-                                       float* dbias, int64_t rows, int64_t in, int64_t out) {
-  // As linear_backward_input: D (column-major in x rows) is dx [rows, in] row-major, the aux
-  // matrix has D's layout (pre_gelu [rows, in]), and the bias gradient, length m = in, sums over
-  // the rows.
+                                       int64_t rows, int64_t in, int64_t out) {
+  // As linear_backward_input: D (column-major in x rows) is dx [rows, in] row-major, and the aux
+  // matrix has D's layout (pre_gelu [rows, in]).
   Epilogue e;
-  e.kind = Epilogue::Kind::DGeluBGrad;
-  e.aux = const_cast<bf16*>(pre_gelu);  // read, not written, by DGELU_BGRAD
-  e.bias_grad = dbias;
+  e.kind = Epilogue::Kind::DGelu;
+  e.aux = const_cast<bf16*>(pre_gelu);  // read, not written, by DGELU
   matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f, e);
 }
 

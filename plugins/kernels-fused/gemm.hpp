@@ -4,7 +4,10 @@
 // the GeLU input kept for backward, dGeLU with the bias gradient, and bias gradients as sums over
 // the GEMM's k dimension. Weight gradients accumulate straight into the fp32 gradient with
 // beta = 1. Attention's per-head products go through cuBLAS strided-batched GEMMs. A cuBLASLt plan
-// (descriptors and the heuristic's algorithm) is made once per shape and epilogue and reused.
+// (descriptors and an algorithm) is made once per shape and epilogue and reused. The algorithm is
+// the heuristic's first, or, autotuned, the fastest of the heuristic's first few, timed on the
+// GEMM's own operands at its first call: the heuristic ranks by a model of the device, and on
+// the H200 its first pick is not always the fastest for these shapes.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -24,7 +27,7 @@ struct GemmEpilogue {
     None,
     Bias,         // D += bias[m] (bf16), broadcast over the columns
     GeluAuxBias,  // aux = D + bias; D = gelu(aux)
-    DGeluBGrad,   // D = D * gelu'(aux); bias_grad[m] += sum over the columns of D
+    DGelu,        // D = D * gelu'(aux)
     BGradB,       // bias_grad[n] += sum over k of op(B)
   };
   Kind kind = Kind::None;
@@ -37,8 +40,12 @@ class Gemm {
  public:
   using Epilogue = GemmEpilogue;
 
-  // `log` hears of cuBLAS handles and plans that cannot be destroyed.
-  Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, PluginLog log = {});
+  // With `autotune`, each plan's algorithm is timed among the heuristic's first kAutotuneCandidates
+  // at the plan's first GEMM (which then waits for the device). `log` hears which algorithm won
+  // and of cuBLAS handles and plans that cannot be destroyed.
+  Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, bool autotune = false,
+       PluginLog log = {});
+  static constexpr int kAutotuneCandidates = 8;
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -59,9 +66,12 @@ class Gemm {
   // x W^T + bias, the GELU_AUX_BIAS epilogue's aux output, which backward reads.
   void linear_forward_gelu(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, bf16* pre_gelu,
                            int64_t rows, int64_t in, int64_t out);
-  // Backward through the next layer and the GeLU at once (DGELU_BGRAD): dx[rows, in] =
-  // (dy W) * gelu'(pre_gelu), and dbias[in] += column sums of dx (fp32 accumulator).
-  void linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx, float* dbias,
+  // Backward through the next layer and the GeLU at once (DGELU): dx[rows, in] =
+  // (dy W) * gelu'(pre_gelu). The GeLU layer's bias gradient is the column sums of dx, which the
+  // weight-gradient GEMM that reads dx sums in its own epilogue (linear_backward_weight's dbias):
+  // there they are a sum over its k dimension, where a DGELU_BGRAD epilogue would sum across
+  // the GEMM's tiles.
+  void linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx,
                                    int64_t rows, int64_t in, int64_t out);
   // cuBLASLt's aux matrix needs a leading dimension (the GeLU layer's width) divisible by 8.
   static bool gelu_epilogue_fits(int64_t width) { return width % 8 == 0; }
@@ -89,7 +99,11 @@ class Gemm {
     size_t operator()(const PlanKey& k) const;
   };
   struct Plan;
-  const Plan& plan_for(const PlanKey& key);
+  Plan& plan_for(const PlanKey& key);
+  // Times the plan's candidate algorithms on these operands and keeps the fastest. D (and the
+  // aux matrix and bias-gradient scratch) are written by the timing runs; an accumulated D is
+  // kept in host memory meanwhile and put back, so the call that follows sees it unchanged.
+  void autotune(Plan& plan, const PlanKey& key, const bf16* a, const bf16* b, void* d, float beta);
 
   cudaStream_t stream_;
   std::shared_ptr<DeviceArena> arena_;
@@ -98,6 +112,7 @@ class Gemm {
   cublasHandle_t blas_ = nullptr;
   std::shared_ptr<void> workspace_;
   size_t workspace_bytes_;
+  bool autotune_;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 

@@ -76,6 +76,7 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
     else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
     else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
     options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
+    options_.gemm_autotune = context.config->get_bool("gemm_autotune");
     options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
     options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
     options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
@@ -104,7 +105,8 @@ void KernelsFused::bind(const KernelsBinding& binding) {
   device_index_ = binding.device_index;
   backend_ = std::make_shared<Backend>(binding, options_, log_);
   log_.write(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
-                                 backend_->attention().name() + ", GeLU epilogue " +
+                                 backend_->attention().name() + ", GEMM autotuning " +
+                                 (options_.gemm_autotune ? "on" : "off") + ", GeLU epilogue " +
                                  (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
                                  (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
                                  (options_.fused_layer_norm_backward ? "on" : "off") + ", tensor-parallel rank " +

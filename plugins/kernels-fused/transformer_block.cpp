@@ -135,14 +135,23 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
                             backend_->dropout_site(mb, 2 + 2 * layer_), k);
   gemm.linear_backward_weight(d_branch.get(), a->act.get(), fc2_weight_->grad(), tokens, ffn_, h);
   if (gelu_epilogue_) {
-    gemm.linear_backward_input_dgelu(d_branch.get(), fc2_weight_->working(), a->fc1.get(), d_ffn.get(),
-                                     fc1_bias_->grad(), tokens, ffn_, h);
+    // FC1's bias gradient is the column sums of d_ffn: FC1's weight-gradient GEMM sums them in its
+    // epilogue, or a column-sum kernel does.
+    gemm.linear_backward_input_dgelu(d_branch.get(), fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens,
+                                     ffn_, h);
+    if (backend_->options().bias_grad_epilogue) {
+      gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_,
+                                  fc1_bias_->grad());
+    } else {
+      column_sum_accumulate(d_ffn.get(), tokens, ffn_, fc1_bias_->grad(), k);
+      gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
+    }
   } else {
     gemm.linear_backward_input(d_branch.get(), fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
     bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_,
                        k);
+    gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
   }
-  gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
   gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
   layer_norm_backward(d_ln.get(), a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + tokens,

@@ -24,6 +24,9 @@
 #   largest  the largest model that trains, with and without full recomputation
 #   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
 #   fusions-each  ptdp-host ab of each kernels-fused fusion alone against none
+#   gemm     ptdp-host ab on the 1.3B model: kernels-fused's GEMM autotuning and its GeLU epilogues,
+#            each alone and both, against neither; the algorithms autotuning picked and what they saved
+#   gemm-profile  the settings of `gemm`, each under --profile twice: GEMM, bias + GeLU and idle ms a step
 #   adam-bandwidth  kernels-fused's Adam over half the 1.3B model's parameters against cudaMemcpy
 #            between device buffers: the device's own ceiling for streaming DRAM traffic
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
@@ -41,9 +44,9 @@ export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults, every
-# fusion on (flash attention), every fusion off, and the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gelu_epilogue=true;kernels-fused:gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
-FUSIONS_OFF=(--set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
+# fusion on (flash attention), every fusion and GEMM autotuning off, and the unfused attention path.
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gelu_epilogue=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
+FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
@@ -385,6 +388,46 @@ fusions-each)
   else
     tail -5 "$OUT/ab-fusions-each.log"
   fi
+  ;;
+gemm)
+  # The GEMMs' algorithm choice and the GeLU epilogues, each alone and together, against neither,
+  # in one ptdp-host ab.
+  k=plugins.options.kernels
+  "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-gemm" \
+    --arm heuristic --set $k.gemm_autotune=false --set $k.gelu_epilogue=false \
+    --arm autotune --set $k.gemm_autotune=true --set $k.gelu_epilogue=false \
+    --arm gelu_epilogue --set $k.gemm_autotune=false --set $k.gelu_epilogue=true \
+    --arm autotune_gelu_epilogue --set $k.gemm_autotune=true --set $k.gelu_epilogue=true > "$OUT/ab-gemm.log" 2>&1
+  row "ab: GEMM autotuning and GeLU epilogues, 1.3B b=4" "exit $?"
+  if [ -f "$OUT/ab-gemm/report.md" ]; then
+    cp "$OUT/ab-gemm/report.md" "$RESULTS/ab-gemm.md"
+    tee -a "$table" < "$OUT/ab-gemm/report.md"
+  else
+    tail -5 "$OUT/ab-gemm.log"
+  fi
+  for arm in autotune autotune_gelu_epilogue; do
+    echo "$arm, first job: the GEMMs whose autotuned algorithm is not the heuristic's first" | tee -a "$table"
+    grep -hE "autotuned to|does not run" "$OUT/ab-gemm/runs/$arm-r1.log" 2>/dev/null | sed 's/.*kernels-fused: /  /' | tee -a "$table"
+  done
+  ;;
+gemm-profile)
+  # The same four settings as `gemm`, each profiled (steps 2-4 of 5) twice in mirrored order: the
+  # kernels' own times, which vary less from run to run than step times do.
+  k=plugins.options.kernels
+  declare -A arm_set=([heuristic]="--set $k.gemm_autotune=false --set $k.gelu_epilogue=false"
+    [autotune]="--set $k.gemm_autotune=true --set $k.gelu_epilogue=false"
+    [gelu_epilogue]="--set $k.gemm_autotune=false --set $k.gelu_epilogue=true"
+    [autotune_gelu_epilogue]="--set $k.gemm_autotune=true --set $k.gelu_epilogue=true")
+  round=0
+  for arm in heuristic autotune gelu_epilogue autotune_gelu_epilogue autotune_gelu_epilogue gelu_epilogue autotune heuristic; do
+    round=$((round + 1))
+    # shellcheck disable=SC2086
+    RUN_LIMIT_S=300 timed_run "gemm-profile-$round-$arm" examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 \
+      --profile ${arm_set[$arm]} > /dev/null
+    log=$OUT/gemm-profile-$round-$arm.log
+    row "profile $round $arm" "$(grep -o '[0-9.]* ms a step' "$log" | head -1); $(grep -E '^  (GEMM|bias \+ GeLU|bias gradients|idle) ' "$log" |
+      awk '{v=$0; sub(/^  /, "", v); split(v, f, /  +/); printf "%s %s ms; ", f[1], f[2]}')$(grep -o 'SM clock [0-9]* MHz mean' "$log" | head -1)"
+  done
   ;;
 adam-bandwidth)
   "$B/bin/kernels-fused-adam-bandwidth" > "$OUT/adam-bandwidth.log" 2>&1
