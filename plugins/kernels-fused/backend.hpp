@@ -30,7 +30,7 @@ enum class AttentionPath { Flash, Unfused };
 struct BackendOptions {
   AttentionPath attention = AttentionPath::Flash;
   size_t gemm_workspace_bytes = size_t(32) << 20;
-  bool gemm_autotune = true;      // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
+  bool gemm_autotune = false;     // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
   bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
   bool bias_grad_epilogue = true; // the QKV bias gradient from the weight-gradient GEMM's epilogue
   bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch

@@ -15,11 +15,11 @@ const ptdp::ConfigKeySpec kSchema[] = {
      "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
      "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
     {"gemm_workspace_mb", ptdp::ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
-    {"gemm_autotune", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+    // Off by default: on the H200 the 1.3B step was no faster with it (BENCHMARKS.md, 2026-12-02).
+    {"gemm_autotune", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
      "each GEMM shape's cuBLASLt algorithm timed at its first call among the heuristic's first 8, the fastest kept; "
      "false: the heuristic's first"},
-    // Off by default: on the H200 the 1.3B step took 5% longer with it (BENCHMARKS.md, 2026-12-01).
-    {"gelu_epilogue", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
+    {"gelu_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU in the FC2 input-gradient "
      "GEMM's (DGELU); false: the fused bias + GeLU kernels"},
     {"bias_grad_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
