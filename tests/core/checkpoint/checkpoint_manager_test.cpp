@@ -13,7 +13,7 @@
 
 #include "checkpoint/checkpoint_manager.hpp"
 #include "fs_checkpoint_store.hpp"
-#include "host_memory_kernels.hpp"
+#include "support/host_memory_kernels.hpp"
 
 namespace ptdp::test {
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 // A LayerKernels that only moves host memory: what CheckpointManager needs. Making layers or
-// stepping the optimizer is not part of these tests and throws.
+// stepping the optimizer throws; a test that needs layers derives and makes its own. Counts the
+// buffers allocate() hands out.
 #include <cstdlib>
 #include <cstring>
 
@@ -8,9 +9,10 @@
 
 namespace ptdp::test {
 
-class HostMemoryKernels final : public LayerKernels {
+class HostMemoryKernels : public LayerKernels {
  public:
   int params_updated_calls = 0;
+  int allocations = 0;
 
   void bind(const KernelsBinding&) override { unused("bind"); }
   Device device() const override { return Device{}; }
@@ -20,6 +22,7 @@ class HostMemoryKernels final : public LayerKernels {
   std::shared_ptr<TransformerBlock> make_block(int) override { unused("make_block"); }
   std::shared_ptr<HeadLayer> make_head(EmbeddingLayer*) override { unused("make_head"); }
   OwnedTensor allocate(const std::vector<int64_t>& shape, DType dtype) override {
+    ++allocations;
     Tensor view{nullptr, dtype, shape, Device{}};
     std::shared_ptr<void> storage(std::calloc(view.bytes() + 1, 1), std::free);
     view.data = storage.get();
@@ -45,7 +48,7 @@ class HostMemoryKernels final : public LayerKernels {
 
  private:
   [[noreturn]] static void unused(const char* what) {
-    throw Error(std::string("HostMemoryKernels::") + what + " is not part of the checkpoint tests");
+    throw Error(std::string("HostMemoryKernels::") + what + " is not part of these tests");
   }
 };
 
