@@ -1,8 +1,8 @@
 #pragma once
 // GEMMs: bf16 operands, fp32 accumulation. Linear layers go through cuBLASLt, whose epilogues do
 // the elementwise work beside the GEMM for free: a column-parallel layer's bias, bias + GeLU with
-// the GeLU input kept for backward, dGeLU with the bias gradient, and bias gradients as sums over
-// the GEMM's k dimension. Weight gradients accumulate straight into the fp32 gradient with
+// the GeLU input kept for backward, dGeLU from that input, and bias gradients as sums over the
+// GEMM's k dimension. Weight gradients accumulate straight into the fp32 gradient with
 // beta = 1. Attention's per-head products go through cuBLAS strided-batched GEMMs. A cuBLASLt plan
 // (descriptors and an algorithm) is made once per shape and epilogue and reused. The algorithm is
 // the heuristic's first, or, autotuned, the fastest of the heuristic's first few, timed on the

@@ -44,7 +44,8 @@ export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every
-# fusion on, flash attention), with GEMM autotuning, every fusion and GEMM autotuning off, and the unfused attention path.
+# fusion on, flash attention), with GEMM autotuning, with every fusion and autotuning off, and
+# the unfused attention path.
 KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false)
@@ -411,7 +412,7 @@ gemm)
   done
   ;;
 gemm-profile)
-  # The same four settings as `gemm`, each profiled (steps 2-4 of 5) twice in mirrored order: the
+  # The same four settings as `gemm`, each profiled (2 steps of 5) twice in mirrored order: the
   # kernels' own times, which vary less from run to run than step times do.
   k=plugins.options.kernels
   declare -A arm_set=([heuristic]="--set $k.gemm_autotune=false --set $k.gelu_epilogue=false"
