@@ -1,6 +1,7 @@
 #include "runtime/model_chunk.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace ptdp {
 
@@ -44,9 +45,7 @@ OwnedTensor ModelChunk::activation() {
 
 OwnedTensor ModelChunk::reused_activation(OwnedTensor& spare) {
   if (!spare.storage) return activation();
-  OwnedTensor reused = std::move(spare);
-  spare = {};
-  return reused;
+  return std::exchange(spare, {});
 }
 
 void ModelChunk::forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save,

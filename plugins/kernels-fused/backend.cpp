@@ -97,7 +97,21 @@ std::shared_ptr<Parameter> Backend::make_parameter(const ParameterSpec& spec) {
   auto p = std::make_shared<Parameter>(spec, *arena_, device_, stream_);
   parameters_.push_back(p);
   by_master_[reinterpret_cast<const char*>(p->master())] = p;
+  by_name_[spec.name].push_back(p);
   return p;
+}
+
+std::shared_ptr<Parameter> Backend::parameter_named(const std::string& name, const std::string& who) {
+  std::shared_ptr<Parameter> owner;
+  auto found = by_name_.find(name);
+  if (found != by_name_.end())
+    for (const auto& weak : found->second)
+      if (auto candidate = weak.lock()) {
+        if (owner) throw Error("kernels-fused: " + who + ": two parameters are named '" + name + "'");
+        owner = std::move(candidate);
+      }
+  if (!owner) throw Error("kernels-fused: " + who + ": no parameter named '" + name + "'");
+  return owner;
 }
 
 std::vector<std::shared_ptr<Parameter>> Backend::parameters() {
@@ -112,6 +126,10 @@ std::vector<std::shared_ptr<Parameter>> Backend::parameters() {
   parameters_.swap(kept);
   for (auto it = by_master_.begin(); it != by_master_.end();)
     it = it->second.expired() ? by_master_.erase(it) : std::next(it);
+  for (auto it = by_name_.begin(); it != by_name_.end();) {
+    std::erase_if(it->second, [](const std::weak_ptr<Parameter>& weak) { return weak.expired(); });
+    it = it->second.empty() ? by_name_.erase(it) : std::next(it);
+  }
   return live;
 }
 

@@ -5,8 +5,9 @@
 #include <cuda_runtime.h>
 
 #include <memory>
-#include <string>
 #include <map>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "arena.hpp"
@@ -74,6 +75,10 @@ class Backend {
   std::shared_ptr<Parameter> make_parameter(const ParameterSpec& spec);
   // Live parameters (layers that were dropped take theirs with them).
   std::vector<std::shared_ptr<Parameter>> parameters();
+  // The one live parameter named `name`, from an index kept as parameters are made (set_weights
+  // asks for every parameter of a bucket, every step); `who` names the call in the error when
+  // there is none or two.
+  std::shared_ptr<Parameter> parameter_named(const std::string& name, const std::string& who);
   // The parameter whose master weights hold `address` (a whole master or a range of one).
   std::shared_ptr<Parameter> parameter_holding(const void* address);
   // Moves a parameter's master and gradient to the core's memory (place_parameters); a null
@@ -102,6 +107,7 @@ class Backend {
   KernelContext kernel_context_;
   std::vector<std::weak_ptr<Parameter>> parameters_;
   std::map<const char*, std::weak_ptr<Parameter>> by_master_;  // by the master's first byte
+  std::unordered_map<std::string, std::vector<std::weak_ptr<Parameter>>> by_name_;
 };
 
 }  // namespace ptdp::fused

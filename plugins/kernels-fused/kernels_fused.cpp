@@ -54,19 +54,6 @@ std::string check_model(const KernelsBinding& b) {
   return "";
 }
 
-// The one live parameter named `name`; `who` names the call in the error when there is none or two.
-std::shared_ptr<Parameter> parameter_named(const std::vector<std::shared_ptr<Parameter>>& live, const std::string& name,
-                                           const std::string& who) {
-  std::shared_ptr<Parameter> owner;
-  for (const auto& candidate : live)
-    if (candidate->spec().name == name) {
-      if (owner) throw Error("kernels-fused: " + who + ": two parameters are named '" + name + "'");
-      owner = candidate;
-    }
-  if (!owner) throw Error("kernels-fused: " + who + ": no parameter named '" + name + "'");
-  return owner;
-}
-
 }  // namespace
 
 KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
@@ -276,11 +263,10 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
 
 void KernelsFused::place_parameters(const std::vector<ParamRef>& params) {
   auto& b = bound();
-  const auto live = b->parameters();
   std::vector<std::pair<std::shared_ptr<Parameter>, const ParamRef*>> found;
   for (const ParamRef& p : params) {
     // The list names parameters as parameters() gave them; each is found by name.
-    std::shared_ptr<Parameter> owner = parameter_named(live, p.name, "place_parameters");
+    std::shared_ptr<Parameter> owner = b->parameter_named(p.name, "place_parameters");
     const auto& shape = owner->spec().local_shape;
     if (p.master.data) b->expect(p.master, DType::F32, MemoryKind::Cuda, shape, "place_parameters: " + p.name + " master");
     else if (p.master.shape != shape)
@@ -312,10 +298,9 @@ void KernelsFused::params_updated() {
 
 void KernelsFused::set_weights(const std::vector<ParamRef>& params) {
   auto& b = bound();
-  const auto live = b->parameters();
   std::vector<CastTensor> list;
   for (const ParamRef& p : params) {
-    std::shared_ptr<Parameter> owner = parameter_named(live, p.name, "set_weights");
+    std::shared_ptr<Parameter> owner = b->parameter_named(p.name, "set_weights");
     if (!owner->placed_without_master())
       throw Error("kernels-fused: set_weights: " + p.name + " was not placed with an empty master");
     b->expect(p.master, DType::F32, MemoryKind::Cuda, owner->spec().local_shape, "set_weights: " + p.name);

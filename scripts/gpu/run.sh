@@ -60,6 +60,17 @@ echo "GPU: $gpu   date: $(date -u +%F)" | tee -a "$table"
 
 # Lines of a log that report a check with this verdict (some prefix a "[rank N] ").
 count() { grep -cE "(^|\] )$1 " "$OUT/$2"; }
+# An ab run's report (NAME: its --out folder under $OUT, and NAME.log beside it) into $RESULTS and
+# the table, or the end of its log when it wrote none.
+ab_report() {  # name
+  if [ -f "$OUT/$1/report.md" ]; then
+    cp "$OUT/$1/report.md" "$RESULTS/$1.md"
+    [ -f "$OUT/$1/report.svg" ] && cp "$OUT/$1/report.svg" "$RESULTS/$1.svg"
+    tee -a "$table" < "$OUT/$1/report.md"
+  else
+    tail -5 "$OUT/$1.log"
+  fi
+}
 # Mean of a field over the steps after the warm-up ones, from a --metrics file.
 steady() {  # file field warmup [scale]
   python3 - "$@" <<'PY'
@@ -339,11 +350,7 @@ ab)
     --out "$OUT/ab-microbatch" --arm b4 --set parallel.micro_batch=4 --arm b8 --set parallel.micro_batch=8 \
     > "$OUT/ab-microbatch.log" 2>&1
   row "ab: micro-batch 4 vs 8, 1.3B B=8" "exit $?"
-  for r in ab-attention ab-microbatch; do
-    [ -f "$OUT/$r/report.md" ] && cp "$OUT/$r/report.md" "$RESULTS/$r.md" && cp "$OUT/$r/report.svg" "$RESULTS/$r.svg";
-    [ -f "$OUT/$r/report.md" ] && cat "$OUT/$r/report.md" | tee -a "$table"
-    [ -f "$OUT/$r/report.md" ] || tail -5 "$OUT/$r.log"
-  done
+  for r in ab-attention ab-microbatch; do ab_report $r; done
   ;;
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.
@@ -368,12 +375,7 @@ fusions)
   "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-4}" --steps 10 --warmup 3 --out "$OUT/ab-fusions" \
     --arm fused --arm unfused "${FUSIONS_OFF[@]}" > "$OUT/ab-fusions.log" 2>&1
   row "ab: fusions on vs off, 1.3B b=4" "exit $?"
-  if [ -f "$OUT/ab-fusions/report.md" ]; then
-    cp "$OUT/ab-fusions/report.md" "$RESULTS/ab-fusions.md"; cp "$OUT/ab-fusions/report.svg" "$RESULTS/ab-fusions.svg"
-    tee -a "$table" < "$OUT/ab-fusions/report.md"
-  else
-    tail -5 "$OUT/ab-fusions.log"
-  fi
+  ab_report ab-fusions
   ;;
 fusions-each)
   # Each fusion alone against none, in one ptdp-host ab: which of them pays.
@@ -383,12 +385,7 @@ fusions-each)
     --arm none --arm gelu_epilogue --set $k.gelu_epilogue=true --arm bias_grad_epilogue --set $k.bias_grad_epilogue=true \
     --arm fused_layer_norm_backward --set $k.fused_layer_norm_backward=true > "$OUT/ab-fusions-each.log" 2>&1
   row "ab: each fusion alone vs none, 1.3B b=4" "exit $?"
-  if [ -f "$OUT/ab-fusions-each/report.md" ]; then
-    cp "$OUT/ab-fusions-each/report.md" "$RESULTS/ab-fusions-each.md"
-    tee -a "$table" < "$OUT/ab-fusions-each/report.md"
-  else
-    tail -5 "$OUT/ab-fusions-each.log"
-  fi
+  ab_report ab-fusions-each
   ;;
 gemm)
   # The GEMMs' algorithm choice and the GeLU epilogues, each alone and together, against neither,
@@ -400,12 +397,7 @@ gemm)
     --arm gelu_epilogue --set $k.gemm_autotune=false --set $k.gelu_epilogue=true \
     --arm autotune_gelu_epilogue --set $k.gemm_autotune=true --set $k.gelu_epilogue=true > "$OUT/ab-gemm.log" 2>&1
   row "ab: GEMM autotuning and GeLU epilogues, 1.3B b=4" "exit $?"
-  if [ -f "$OUT/ab-gemm/report.md" ]; then
-    cp "$OUT/ab-gemm/report.md" "$RESULTS/ab-gemm.md"
-    tee -a "$table" < "$OUT/ab-gemm/report.md"
-  else
-    tail -5 "$OUT/ab-gemm.log"
-  fi
+  ab_report ab-gemm
   for arm in autotune autotune_gelu_epilogue; do
     echo "$arm, first job: the GEMMs whose autotuned algorithm is not the heuristic's first" | tee -a "$table"
     grep -hE "autotuned to|does not run" "$OUT/ab-gemm/runs/$arm-r1.log" 2>/dev/null | sed 's/.*kernels-fused: /  /' | tee -a "$table"
