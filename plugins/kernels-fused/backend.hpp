@@ -33,8 +33,10 @@ struct BackendOptions {
   size_t gemm_workspace_bytes = size_t(32) << 20;
   bool gemm_autotune = false;     // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
   bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
-  bool bias_grad_epilogue = true; // the QKV bias gradient from the weight-gradient GEMM's epilogue
+  bool bias_grad_epilogue = true; // bias gradients from the weight-gradient GEMMs' epilogues
   bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
+  bool fused_residual_layer_norm = true;  // the attention half's bias + dropout + add with LayerNorm 2
+  bool one_pass_cross_entropy = true;     // the loss and its gradient in one kernel in forward (t = 1)
 };
 
 class Backend {

@@ -32,21 +32,21 @@ __device__ __forceinline__ void accumulate(MaxSum& acc, float x) {
   }
 }
 
-template <int VEC>
-__global__ void cross_entropy_row_stats_kernel(const bf16* __restrict__ logits, const int32_t* __restrict__ targets, int64_t rows,
-                                 int64_t cols, int64_t vocab_begin, int64_t valid_cols, float* __restrict__ stats) {
-  __shared__ MaxSum shared[kThreads / 32];
-  const int64_t r = blockIdx.x;
-  const bf16* row = logits + r * cols;
+// The row's max and sum of exp(x - max) over its first valid_cols values, in every thread of the
+// block (blockDim.x a multiple of 32, at most 1024). BACKWARDS walks the row from its end.
+template <int VEC, bool BACKWARDS = false>
+__device__ MaxSum block_row_max_sum(const bf16* row, int64_t valid_cols) {
+  __shared__ MaxSum shared[32];
+  __shared__ MaxSum total;
   MaxSum acc{-FLT_MAX, 0.0f};
-  const int64_t vec_end = valid_cols / VEC * VEC;
-  for (int64_t c = int64_t(threadIdx.x) * VEC; c < vec_end; c += int64_t(blockDim.x) * VEC) {
+  const int64_t vectors = valid_cols / VEC, vec_end = vectors * VEC;
+  for (int64_t c = vec_end + threadIdx.x; c < valid_cols; c += blockDim.x) accumulate(acc, __bfloat162float(row[c]));
+  for (int64_t i = threadIdx.x; i < vectors; i += blockDim.x) {
     float v[VEC];
-    load_vec<VEC>(row + c, v);
+    load_vec<VEC>(row + (BACKWARDS ? vectors - 1 - i : i) * VEC, v);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) accumulate(acc, v[k]);
   }
-  for (int64_t c = vec_end + threadIdx.x; c < valid_cols; c += blockDim.x) accumulate(acc, __bfloat162float(row[c]));
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     MaxSum other{__shfl_xor_sync(0xffffffffu, acc.max, offset), __shfl_xor_sync(0xffffffffu, acc.sum, offset)};
@@ -56,12 +56,66 @@ __global__ void cross_entropy_row_stats_kernel(const bf16* __restrict__ logits, 
   if (lane == 0) shared[warp] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {
-    MaxSum total = shared[0];
-    for (int w = 1; w < int(blockDim.x / 32); ++w) total = merge(total, shared[w]);
-    const int64_t local = int64_t(targets[r]) - vocab_begin;
-    stats[r] = total.max;
-    stats[rows + r] = total.sum;
-    stats[2 * rows + r] = local >= 0 && local < valid_cols ? __bfloat162float(row[local]) : 0.0f;
+    MaxSum t = shared[0];
+    for (int w = 1; w < int(blockDim.x / 32); ++w) t = merge(t, shared[w]);
+    total = t;
+  }
+  __syncthreads();
+  return total;
+}
+
+// stats[.][r] for row r = blockIdx.x; the target's logit is read here, before any gradient write.
+__device__ __forceinline__ void store_row_stats(const bf16* row, MaxSum total, int64_t target, int64_t rows,
+                                                int64_t valid_cols, float* stats) {
+  const int64_t r = blockIdx.x;
+  stats[r] = total.max;
+  stats[rows + r] = total.sum;
+  stats[2 * rows + r] = target >= 0 && target < valid_cols ? __bfloat162float(row[target]) : 0.0f;
+}
+
+// scale * (softmax - onehot(target)) for columns [c0, c0 + VEC): 0 for padding.
+template <int VEC>
+__device__ __forceinline__ void softmax_gradient(float (&v)[VEC], int64_t c0, int64_t target, int64_t valid_cols,
+                                                 float row_max, float inv_sum, float scale) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    const int64_t c = c0 + k;
+    const float p = c < valid_cols ? __expf(v[k] - row_max) * inv_sum : 0.0f;
+    v[k] = scale * (p - (c == target ? 1.0f : 0.0f));
+  }
+}
+
+template <int VEC>
+__global__ void cross_entropy_row_stats_kernel(const bf16* __restrict__ logits, const int32_t* __restrict__ targets,
+                                               int64_t rows, int64_t cols, int64_t vocab_begin, int64_t valid_cols,
+                                               float* __restrict__ stats) {
+  const bf16* row = logits + int64_t(blockIdx.x) * cols;
+  const MaxSum total = block_row_max_sum<VEC>(row, valid_cols);
+  if (threadIdx.x == 0)
+    store_row_stats(row, total, int64_t(targets[blockIdx.x]) - vocab_begin, rows, valid_cols, stats);
+}
+
+// One block a row: its stats, then its gradient over it in place. The first pass walks the row
+// from its end, so that its start, where the second pass begins, was read last and is likeliest
+// still in L2, and the second pass reads and writes with the streaming cache hint (evict first),
+// so its writes do not push out the rows other blocks are yet to read again: the logits come from
+// memory about once. The blocks in flight hold 26 MB of rows at the GPT benchmarks' vocabulary
+// (264 rows of 100 KB on 132 SMs), within the H100's and H200's 50 MB of L2.
+template <int VEC>
+__global__ void __launch_bounds__(1024) cross_entropy_stats_and_gradient_kernel(
+    bf16* logits, const int32_t* __restrict__ targets, int64_t rows, int64_t cols, int64_t valid_cols, float scale,
+    float* __restrict__ stats) {
+  bf16* row = logits + int64_t(blockIdx.x) * cols;
+  const MaxSum total = block_row_max_sum<VEC, true>(row, valid_cols);
+  const int64_t target = targets[blockIdx.x];
+  if (threadIdx.x == 0) store_row_stats(row, total, target, rows, valid_cols, stats);
+  __syncthreads();  // the target's logit is read before it is overwritten
+  const float inv_sum = 1.0f / total.sum;
+  for (int64_t c = int64_t(threadIdx.x) * VEC; c < cols; c += int64_t(blockDim.x) * VEC) {
+    float v[VEC];
+    load_vec_streaming<VEC>(row + c, v);
+    softmax_gradient<VEC>(v, c, target, valid_cols, total.max, inv_sum, scale);
+    store_vec_streaming<VEC>(row + c, v);
   }
 }
 
@@ -100,12 +154,7 @@ __global__ void cross_entropy_backward_kernel(bf16* logits, const int32_t* __res
     const int64_t target = int64_t(targets[r]) - vocab_begin;
     float v[VEC];
     load_vec<VEC>(logits + r * cols + c0, v);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      const int64_t c = c0 + k;
-      const float p = c < valid_cols ? __expf(v[k] - row_max) * inv_sum : 0.0f;
-      v[k] = scale * (p - (c == target ? 1.0f : 0.0f));
-    }
+    softmax_gradient<VEC>(v, c0, target, valid_cols, row_max, inv_sum, scale);
     store_vec<VEC>(logits + r * cols + c0, v);
   }
 }
@@ -122,6 +171,19 @@ void cross_entropy_row_stats(const bf16* logits, const int32_t* targets, int64_t
     cross_entropy_row_stats_kernel<1><<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(logits, targets, rows, cols,
                                                                                    vocab_begin, valid_cols, stats);
   PTDP_LAUNCH_CHECK(cross_entropy_row_stats_kernel);
+}
+
+void cross_entropy_stats_and_gradient(bf16* logits, const int32_t* targets, int64_t rows, int64_t cols,
+                                      int64_t valid_cols, float scale, float* stats, const KernelContext& ctx) {
+  if (rows == 0) return;
+  constexpr int kRowThreads = 1024;
+  if (row_vector_width(cols) == 8)
+    cross_entropy_stats_and_gradient_kernel<8><<<static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream>>>(
+        logits, targets, rows, cols, valid_cols, scale, stats);
+  else
+    cross_entropy_stats_and_gradient_kernel<1><<<static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream>>>(
+        logits, targets, rows, cols, valid_cols, scale, stats);
+  PTDP_LAUNCH_CHECK(cross_entropy_stats_and_gradient_kernel);
 }
 
 void cross_entropy_rescale(float* stats, const float* group_max, int64_t rows, const KernelContext& ctx) {

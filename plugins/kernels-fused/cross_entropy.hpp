@@ -18,6 +18,14 @@ namespace ptdp::fused {
 void cross_entropy_row_stats(const bf16* logits, const int32_t* targets, int64_t rows, int64_t cols,
                              int64_t vocab_begin, int64_t valid_cols, float* stats, const KernelContext& ctx);
 
+// In place, on a vocabulary that is not split (tensor-parallel size 1): the stats of
+// cross_entropy_row_stats (vocab_begin 0), and logits become what cross_entropy_backward writes,
+// scale * (softmax - onehot(target)). One kernel, each row read twice but the second time mostly
+// from L2, where the two passes read the logits from memory twice; the one-pass path of the
+// plugin option one_pass_cross_entropy.
+void cross_entropy_stats_and_gradient(bf16* logits, const int32_t* targets, int64_t rows, int64_t cols,
+                                      int64_t valid_cols, float scale, float* stats, const KernelContext& ctx);
+
 // After the group's max all-reduce into group_max: sum *= exp(local max - group max); the max row
 // of stats becomes group_max.
 void cross_entropy_rescale(float* stats, const float* group_max, int64_t rows, const KernelContext& ctx);

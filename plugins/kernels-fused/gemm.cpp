@@ -254,7 +254,7 @@ void Gemm::autotune(Plan& plan, const PlanKey& key, const bf16* a, const bf16* b
 
 void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
                   const bf16* b, int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta,
-                  const Epilogue& epilogue) {
+                  const Epilogue& epilogue, float alpha) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     // An empty product: D keeps beta * D, which for the calls made here is D or 0; every
@@ -289,7 +289,6 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
                                              &aux_pointer, sizeof(aux_pointer)));
   }
   if (!plan.candidates.empty()) autotune(plan, key, a, b, d, beta);
-  const float alpha = 1.0f;
   PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
                            &plan.algo, workspace_.get(), workspace_bytes_, stream_));
   if (grads) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
@@ -324,18 +323,19 @@ void Gemm::linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const
 }
 
 void Gemm::linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in,
-                                 int64_t out) {
+                                 int64_t out, float alpha) {
   // Column-major: dx^T[in, rows] = W-as-stored(in x out) * dy^T(out x rows).
-  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f);
+  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f, {}, alpha);
 }
 
 void Gemm::linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in,
-                                  int64_t out, float* dbias) {
+                                  int64_t out, float* dbias, float alpha) {
+  if (dbias && alpha != 1.0f) throw Error("kernels-fused: a bias gradient from a weight-gradient GEMM with alpha != 1");
   // Column-major: dW^T[in, out] += x^T(in x rows) * dy(rows x out). op(B) = dy is k x n, so the
   // BGRADB sum over k is the column sum of dy over the rows: the bias gradient, length out.
   Epilogue e;
   if (dbias) e.kind = Epilogue::Kind::BGradB, e.bias_grad = dbias;
-  matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, 1.0f, e);
+  matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, 1.0f, e, alpha);
 }
 
 void Gemm::batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,

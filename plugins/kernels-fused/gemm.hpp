@@ -54,12 +54,14 @@ class Gemm {
   // y[rows, out] = x[rows, in] W^T + bias (bias: bf16 [out] or null).
   void linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,
                       int64_t out);
-  // dx[rows, in] = dy[rows, out] W.
-  void linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in, int64_t out);
-  // dW[out, in] += dy^T x, into the fp32 gradient; with dbias, also dbias[out] += column sums of
-  // dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows).
+  // dx[rows, in] = alpha * dy[rows, out] W.
+  void linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in, int64_t out,
+                             float alpha = 1.0f);
+  // dW[out, in] += alpha * dy^T x, into the fp32 gradient; with dbias, also dbias[out] += column
+  // sums of dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows; alpha must then
+  // be 1, as the epilogue sums dy unscaled).
   void linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in, int64_t out,
-                              float* dbias = nullptr);
+                              float* dbias = nullptr, float alpha = 1.0f);
 
   // The MLP's GeLU in the epilogues (tanh form; gelu_epilogue_fits says when the shapes allow it).
   // Forward: y[rows, out] = gelu(x W^T + bias) with bias bf16 [out]; pre_gelu [rows, out] receives
@@ -81,9 +83,11 @@ class Gemm {
                int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc,
                int64_t stride_c, int64_t batch);
 
-  // Column-major: D[m, n] = op(A)[m, k] op(B)[k, n] + beta * D, then the epilogue. D is bf16 or fp32.
+  // Column-major: D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * D, then the epilogue. D is
+  // bf16 or fp32.
   void matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda, const bf16* b,
-              int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta, const Epilogue& epilogue = {});
+              int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta, const Epilogue& epilogue = {},
+              float alpha = 1.0f);
 
  private:
   struct PlanKey {

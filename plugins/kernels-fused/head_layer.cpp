@@ -17,6 +17,9 @@ struct FusedHead::Activations {
   DeviceBuffer<bf16> logits;    // this rank's vocabulary columns [tokens, V/t]; backward overwrites
   DeviceBuffer<int32_t> targets;
   DeviceBuffer<float> ce_stats; // group max | sum exp | target logit [3, tokens]
+  // One-pass cross entropy: forward left (softmax - onehot) / tokens in logits, and backward's
+  // GEMMs scale it by the loss scale.
+  bool logits_hold_gradient = false;
 };
 
 FusedHead::FusedHead(std::shared_ptr<Backend> backend, std::shared_ptr<Parameter> word)
@@ -70,7 +73,15 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
                      a->ln_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
   backend_->gemm().linear_forward(a->xn.get(), word_->working(), nullptr, a->logits.get(), tokens, h, vocab_rows_);
   float* stats = a->ce_stats.get();
-  cross_entropy_row_stats(a->logits.get(), a->targets.get(), tokens, vocab_rows_, vocab_begin_, valid_cols_, stats, k);
+  a->logits_hold_gradient = save && backend_->tp_size() == 1 && backend_->options().one_pass_cross_entropy;
+  if (a->logits_hold_gradient) {
+    // Backward's loss scale is not known yet: the gradient is written for a scale of 1.
+    cross_entropy_stats_and_gradient(a->logits.get(), a->targets.get(), tokens, vocab_rows_, valid_cols_,
+                                     1.0f / float(tokens), stats, k);
+  } else {
+    cross_entropy_row_stats(a->logits.get(), a->targets.get(), tokens, vocab_rows_, vocab_begin_, valid_cols_, stats,
+                            k);
+  }
   if (backend_->tp_size() > 1) {
     auto group_max = allocate_buffer<float>(arena, size_t(tokens));
     PTDP_CALL(cudaMemcpyAsync(group_max.get(), stats, size_t(tokens) * sizeof(float), cudaMemcpyDeviceToDevice,
@@ -94,11 +105,15 @@ void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
 
   bf16* dlogits = a->logits.get();
-  cross_entropy_backward(dlogits, a->targets.get(), a->ce_stats.get(), tokens, vocab_rows_, vocab_begin_, valid_cols_,
-                         loss_scale / float(tokens), k);
-  gemm.linear_backward_weight(dlogits, a->xn.get(), word_->grad(), tokens, h, vocab_rows_);
+  float gemm_scale = loss_scale;
+  if (!a->logits_hold_gradient) {
+    cross_entropy_backward(dlogits, a->targets.get(), a->ce_stats.get(), tokens, vocab_rows_, vocab_begin_,
+                           valid_cols_, loss_scale / float(tokens), k);
+    gemm_scale = 1.0f;
+  }
+  gemm.linear_backward_weight(dlogits, a->xn.get(), word_->grad(), tokens, h, vocab_rows_, nullptr, gemm_scale);
   auto d_xn = allocate_buffer<bf16>(backend_->arena(), size_t(tokens * h));
-  gemm.linear_backward_input(dlogits, word_->working(), d_xn.get(), tokens, h, vocab_rows_);
+  gemm.linear_backward_input(dlogits, word_->working(), d_xn.get(), tokens, h, vocab_rows_, gemm_scale);
   backend_->all_reduce(d_xn.get(), DType::BF16, tokens * h);
   layer_norm_backward(d_xn.get(), a->x.get(), ln_weight_->master(), a->ln_stats.get(), a->ln_stats.get() + tokens,
                       nullptr, din.as<bf16>(), ln_weight_->grad(), ln_bias_->grad(), tokens, h, k);

@@ -67,6 +67,8 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
     options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
     options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
     options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
+    options_.fused_residual_layer_norm = context.config->get_bool("fused_residual_layer_norm");
+    options_.one_pass_cross_entropy = context.config->get_bool("one_pass_cross_entropy");
   } else {
     options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
   }
@@ -96,7 +98,9 @@ void KernelsFused::bind(const KernelsBinding& binding) {
                                  (options_.gemm_autotune ? "on" : "off") + ", GeLU epilogue " +
                                  (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
                                  (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
-                                 (options_.fused_layer_norm_backward ? "on" : "off") + ", tensor-parallel rank " +
+                                 (options_.fused_layer_norm_backward ? "on" : "off") + ", residual add + LayerNorm " +
+                                 (options_.fused_residual_layer_norm ? "fused" : "unfused") + ", one-pass cross entropy " +
+                                 (options_.one_pass_cross_entropy ? "on" : "off") + ", tensor-parallel rank " +
                                  std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
 }
 

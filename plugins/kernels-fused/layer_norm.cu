@@ -5,15 +5,15 @@
 #include <algorithm>
 
 #include "column_reduce.hpp"
+#include "layer_norm_row.cuh"
 #include "ptdp/checked_call_cuda.hpp"
 #include "vec.cuh"
 
 namespace ptdp::fused {
 namespace {
 
-constexpr int kWarpsPerBlock = 8;
+constexpr int kWarpsPerBlock = kLayerNormWarpsPerBlock;
 
-// One warp per row. The row is read up to three times; after the first pass it comes from cache.
 template <int VEC>
 __global__ void layer_norm_forward_kernel(const bf16* __restrict__ x, const float* __restrict__ gamma,
                                           const float* __restrict__ beta, bf16* __restrict__ y,
@@ -22,35 +22,10 @@ __global__ void layer_norm_forward_kernel(const bf16* __restrict__ x, const floa
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
-  const bf16* xr = x + r * cols;
-  float sum = 0.0f;
-  for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC) {
-    float v[VEC];
-    load_vec<VEC>(xr + c, v);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) sum += v[k];
-  }
-  const float mean = warp_sum(sum) / float(cols);
-  float sq = 0.0f;
-  for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC) {
-    float v[VEC];
-    load_vec<VEC>(xr + c, v);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) sq += (v[k] - mean) * (v[k] - mean);
-  }
-  const float rstd = rsqrtf(warp_sum(sq) / float(cols) + eps);
-  for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC) {
-    float v[VEC], g[VEC], b[VEC];
-    load_vec<VEC>(xr + c, v);
-    load_vec<VEC>(gamma + c, g);
-    load_vec<VEC>(beta + c, b);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = (v[k] - mean) * rstd * g[k] + b[k];
-    store_vec<VEC>(y + r * cols + c, v);
-  }
+  const RowStats stats = layer_norm_row<VEC>(x + r * cols, gamma, beta, y + r * cols, cols, eps, lane);
   if (lane == 0) {
-    if (mean_out) mean_out[r] = mean;
-    if (rstd_out) rstd_out[r] = rstd;
+    if (mean_out) mean_out[r] = stats.mean;
+    if (rstd_out) rstd_out[r] = stats.rstd;
   }
 }
 

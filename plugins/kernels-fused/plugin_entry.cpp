@@ -23,10 +23,16 @@ const ptdp::ConfigKeySpec kSchema[] = {
      "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU in the FC2 input-gradient "
      "GEMM's (DGELU); false: the fused bias + GeLU kernels"},
     {"bias_grad_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
-     "the QKV bias gradient summed in the QKV weight-gradient GEMM's epilogue (BGRADB); false: a column-sum kernel"},
+     "bias gradients summed in the weight-gradient GEMMs' epilogues (BGRADB): QKV's, and without dropout the "
+     "projection's and FC2's; false: column-sum kernels"},
     {"fused_layer_norm_backward", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "LayerNorm's backward in one cooperative launch that reads its inputs once; false: column sums and the input "
      "gradient in separate launches"},
+    {"fused_residual_layer_norm", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "the attention half's bias + dropout + residual add and the MLP half's LayerNorm in one kernel; false: two"},
+    {"one_pass_cross_entropy", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "on an unsplit vocabulary (tensor-parallel size 1), the loss and the logits' gradient in one kernel in forward, "
+     "reading the logits once; false: the loss in forward and the gradient in backward, two passes"},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "column_reduce.hpp"
 #include "layer_norm.hpp"
 #include "ptdp/checked_call_cuda.hpp"
+#include "residual_layer_norm.hpp"
 
 namespace ptdp::fused {
 
@@ -89,12 +90,19 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
   gemm.linear_forward(a->ctx.get(), proj_weight_->working(), nullptr, partial.get(), tokens, width_, h);
   backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
-  bias_dropout_add_forward(partial.get(), proj_bias_->master(), x, a->h.get(), tokens, h,
-                           backend_->dropout_site(mb, 1 + 2 * layer_), k);
+  const DropoutSite attention_dropout = backend_->dropout_site(mb, 1 + 2 * layer_);
+  if (backend_->options().fused_residual_layer_norm) {
+    // The MLP half's LayerNorm too, in the same kernel.
+    bias_dropout_add_layer_norm_forward(partial.get(), proj_bias_->master(), x, a->h.get(), ln2_weight_->master(),
+                                        ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
+                                        a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, attention_dropout, k);
+  } else {
+    bias_dropout_add_forward(partial.get(), proj_bias_->master(), x, a->h.get(), tokens, h, attention_dropout, k);
+    layer_norm_forward(a->h.get(), ln2_weight_->master(), ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
+                       a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+  }
 
   // MLP half. `out` is written last, so it may be the same memory as `in`.
-  layer_norm_forward(a->h.get(), ln2_weight_->master(), ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
-                     a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
   if (gelu_epilogue_) {
     // The GeLU input is written even when nothing is saved: one epilogue for both, so a
     // recomputed forward gives the bits of the saved one.
@@ -131,14 +139,12 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   auto d_ffn = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
 
   // MLP half: out = h + dropout(fc2(act) + b2).
-  bias_dropout_add_backward(dy, d_branch.get(), fc2_bias_->grad(), tokens, h,
-                            backend_->dropout_site(mb, 2 + 2 * layer_), k);
-  gemm.linear_backward_weight(d_branch.get(), a->act.get(), fc2_weight_->grad(), tokens, ffn_, h);
+  const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
+  gemm.linear_backward_weight(mlp.grad, a->act.get(), fc2_weight_->grad(), tokens, ffn_, h, mlp.bias_grad);
   if (gelu_epilogue_) {
     // FC1's bias gradient is the column sums of d_ffn: FC1's weight-gradient GEMM sums them in its
     // epilogue, or a column-sum kernel does.
-    gemm.linear_backward_input_dgelu(d_branch.get(), fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens,
-                                     ffn_, h);
+    gemm.linear_backward_input_dgelu(mlp.grad, fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens, ffn_, h);
     if (backend_->options().bias_grad_epilogue) {
       gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_,
                                   fc1_bias_->grad());
@@ -147,7 +153,7 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
       gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
     }
   } else {
-    gemm.linear_backward_input(d_branch.get(), fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
+    gemm.linear_backward_input(mlp.grad, fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
     bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_,
                        k);
     gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
@@ -161,10 +167,10 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   // Attention half: h = x + dropout(proj(ctx) + b).
   auto d_ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
   auto d_qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
-  bias_dropout_add_backward(d_h.get(), d_branch.get(), proj_bias_->grad(), tokens, h,
-                            backend_->dropout_site(mb, 1 + 2 * layer_), k);
-  gemm.linear_backward_weight(d_branch.get(), a->ctx.get(), proj_weight_->grad(), tokens, width_, h);
-  gemm.linear_backward_input(d_branch.get(), proj_weight_->working(), d_ctx.get(), tokens, width_, h);
+  const BranchGradient attn =
+      branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
+  gemm.linear_backward_weight(attn.grad, a->ctx.get(), proj_weight_->grad(), tokens, width_, h, attn.bias_grad);
+  gemm.linear_backward_input(attn.grad, proj_weight_->working(), d_ctx.get(), tokens, width_, h);
   backend_->attention().backward(a->qkv.get(), a->ctx.get(), d_ctx.get(), a->attention.get(), d_qkv.get());
   if (backend_->options().bias_grad_epilogue) {
     gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_,
@@ -178,6 +184,22 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   // din is written last, so it may be the same memory as dout.
   layer_norm_backward(d_ln.get(), a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + tokens,
                       d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k);
+}
+
+FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(const bf16* dout, bf16* scratch,
+                                                                            Parameter& bias,
+                                                                            const DropoutSite& dropout) {
+  const ModelSpec& m = backend_->model();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
+  const KernelContext& k = backend_->kernel_context();
+  if (dropout.active()) {
+    bias_dropout_add_backward(dout, scratch, bias.grad(), tokens, m.hidden, dropout, k);
+    return {scratch, nullptr};
+  }
+  // Without dropout the branch's gradient is dout itself: nothing to copy.
+  if (backend_->options().bias_grad_epilogue) return {dout, bias.grad()};
+  column_sum_accumulate(dout, tokens, m.hidden, bias.grad(), k);
+  return {dout, nullptr};
 }
 
 void FusedTransformerBlock::release(int slot) { saved_.release(slot); }

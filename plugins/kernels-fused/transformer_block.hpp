@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backend.hpp"
+#include "dropout.hpp"
 #include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
@@ -23,6 +24,14 @@ class FusedTransformerBlock final : public TransformerBlock {
 
  private:
   struct Activations;
+  // The gradient of a row-parallel GEMM's output, from that of out = residual + dropout(y + bias),
+  // and the bias gradient the weight-gradient GEMM is to sum in its epilogue (null when it is
+  // summed already).
+  struct BranchGradient {
+    const bf16* grad;
+    float* bias_grad;
+  };
+  BranchGradient branch_backward(const bf16* dout, bf16* scratch, Parameter& bias, const DropoutSite& dropout);
 
   std::shared_ptr<Backend> backend_;
   int layer_;

@@ -44,6 +44,44 @@ __device__ __forceinline__ void store_vec(__nv_bfloat16* __restrict__ p, const f
   }
 }
 
+// load_vec and store_vec with the streaming cache hint (ld.global.cs / st.global.cs: evict first),
+// for data read or written for the last time, so that it does not push out of L2 what will be
+// read again.
+template <int N>
+__device__ __forceinline__ void load_vec_streaming(const __nv_bfloat16* p, float (&v)[N]) {
+  if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 8) {
+      uint4 raw = __ldcs(reinterpret_cast<const uint4*>(p + i));
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        float2 f = __bfloat1622float2(h[k]);
+        v[i + 2 * k] = f.x;
+        v[i + 2 * k + 1] = f.y;
+      }
+    }
+  } else {
+    load_vec<N>(p, v);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void store_vec_streaming(__nv_bfloat16* p, const float (&v)[N]) {
+  if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 8) {
+      uint4 raw;
+      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(v[i + 2 * k], v[i + 2 * k + 1]);
+      __stcs(reinterpret_cast<uint4*>(p + i), raw);
+    }
+  } else {
+    store_vec<N>(p, v);
+  }
+}
+
 template <int N>
 __device__ __forceinline__ void load_vec(const float* __restrict__ p, float (&v)[N]) {
   if constexpr (N % 4 == 0) {

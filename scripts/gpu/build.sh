@@ -33,6 +33,22 @@ ldd "$build"/bin/ptdp-host "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \
 # CUPTI for run --profile: part of the CUDA toolkit, which the GPU machine need not have whole.
 ldd "$build"/lib/ptdp/profiler/libptdp-profiler-cupti.so | awk '/libcupti/{print $3}' | while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 cp bench/torch_gpt.py "$stage/bench/"
+# BASELINE=COMMIT: that commit's kernels-fused plugin too, in the bundle's baseline/ folder, for
+# run.sh's `baseline` part: an A/B of this tree's kernels-fused against it under the same host,
+# in one device call (the plugin interface must not have changed in between).
+if [ -n "${BASELINE:-}" ]; then
+  src=$PWD/.gpu-bundle/baseline-src
+  git worktree remove --force "$src" 2>/dev/null || rm -rf "$src"
+  git worktree add --detach "$src" "$BASELINE"
+  launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DPTDP_CUDA=ON -DPTDP_BUILD_TESTS=OFF \
+    -DPTDP_CUDNN_FRONTEND_DIR="$PWD/.deps/cudnn_frontend/include" "${launcher[@]}" >/dev/null
+  cmake --build "$src/build" -j2 --target ptdp-plugin-kernels-fused
+  mkdir -p "$stage/baseline"
+  cp "$src/build/lib/ptdp/libptdp-kernels-fused.so" "$stage/baseline/"
+  git -C "$src" rev-parse HEAD > "$stage/baseline/commit"
+  git worktree remove --force "$src"
+fi
 mkdir -p .gpu-bundle
 tar czf .gpu-bundle/bundle.tar.gz -C "$stage" .
 du -sh .gpu-bundle/bundle.tar.gz

@@ -19,6 +19,8 @@
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   accumulation  the 1.3B GPT at micro-batch 4 and global batch 32 (8 microbatches a step)
+#   baseline ptdp-host ab of this tree's kernels-fused against another commit's (BASELINE=COMMIT
+#            scripts/gpu/build.sh), the 1.3B model at global batch 4 and 32
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
 #            micro-batch 4 against 8 at global batch 8 (the same model trained either way)
 #   largest  the largest model that trains, with and without full recomputation
@@ -46,9 +48,10 @@ HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every
 # fusion on, flash attention), with GEMM autotuning, with every fusion and autotuning off, and
 # the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false;kernels-fused:attention="unfused"'
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,one_pass_cross_entropy=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
-             --set plugins.options.kernels.fused_layer_norm_backward=false)
+             --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
+             --set plugins.options.kernels.one_pass_cross_entropy=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
 : > "$table"
@@ -352,6 +355,23 @@ ab)
   row "ab: micro-batch 4 vs 8, 1.3B B=8" "exit $?"
   for r in ab-attention ab-microbatch; do ab_report $r; done
   ;;
+baseline)
+  # This tree's kernels-fused against the one scripts/gpu/build.sh built from BASELINE=COMMIT (the
+  # bundle's baseline/ folder, first on the arm's plugin search path), same host, in one ptdp-host
+  # ab: the 1.3B model at micro-batch 4, and at global batch 32 (8 microbatches a step).
+  if [ -f "$B/baseline/libptdp-kernels-fused.so" ]; then
+    base=$(cut -c1-7 "$B/baseline/commit")
+    for global in 4 32; do
+      "$HOST" ab examples/gpt-1gpu.toml --set parallel.global_batch=$global --rounds "${AB_ROUNDS:-3}" --steps 10 \
+        --warmup 3 --out "$OUT/ab-baseline-B$global" --arm "baseline_$base" --set "plugins.search_path=[\"$B/baseline\"]" \
+        --arm this_tree > "$OUT/ab-baseline-B$global.log" 2>&1
+      row "ab: kernels-fused of $base vs this tree, B=$global" "exit $?"
+      ab_report ab-baseline-B$global
+    done
+  else
+    row "baseline" "no baseline/ in the bundle: build it with BASELINE=COMMIT scripts/gpu/build.sh"
+  fi
+  ;;
 largest)
   # (layers, hidden, heads) in growing size; the first that fails ends each scan.
   # LARGEST_SHAPES="38 4096 32,40 4096 32" scans other shapes.
@@ -382,8 +402,11 @@ fusions-each)
   k=plugins.options.kernels
   "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fusions-each" \
     --set $k.gelu_epilogue=false --set $k.bias_grad_epilogue=false --set $k.fused_layer_norm_backward=false \
+    --set $k.fused_residual_layer_norm=false --set $k.one_pass_cross_entropy=false \
     --arm none --arm gelu_epilogue --set $k.gelu_epilogue=true --arm bias_grad_epilogue --set $k.bias_grad_epilogue=true \
-    --arm fused_layer_norm_backward --set $k.fused_layer_norm_backward=true > "$OUT/ab-fusions-each.log" 2>&1
+    --arm fused_layer_norm_backward --set $k.fused_layer_norm_backward=true \
+    --arm fused_residual_layer_norm --set $k.fused_residual_layer_norm=true \
+    --arm one_pass_cross_entropy --set $k.one_pass_cross_entropy=true > "$OUT/ab-fusions-each.log" 2>&1
   row "ab: each fusion alone vs none, 1.3B b=4" "exit $?"
   ab_report ab-fusions-each
   ;;

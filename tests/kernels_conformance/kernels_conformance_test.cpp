@@ -223,15 +223,23 @@ class KernelsConformance : public ::testing::TestWithParam<KernelsUnderTest> {
     auto k = under_test().create();
     return tolerances_for(k->activation_dtype());
   }
-  // The whole model under test on `tp_size` ranks against kernels-ref on one.
+  // The whole model under test on `tp_size` ranks against kernels-ref on one, with dropout and
+  // without (where a backend may take other paths: no masks to redraw).
   void expect_model_matches_the_reference(int tp_size) const {
-    const ModelSpec m = small_gpt_spec();
-    const ModelRun want = run_model(reference_kernels(), m, 1, 1);
-    const ModelRun got = run_model(under_test(), m, tp_size, 1);
-    const Tolerances tol = tolerances();
-    EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
-    expect_close(got.grads, want.grads, tol.model_grad, "gradient");
-    expect_padding_has_no_gradient(got.grads, m);
+    for (const ModelSpec& m : with_and_without_dropout()) {
+      SCOPED_TRACE("dropout " + std::to_string(m.dropout));
+      const ModelRun want = run_model(reference_kernels(), m, 1, 1);
+      const ModelRun got = run_model(under_test(), m, tp_size, 1);
+      const Tolerances tol = tolerances();
+      EXPECT_TRUE(close("loss", got.losses, want.losses, tol.loss));
+      expect_close(got.grads, want.grads, tol.model_grad, "gradient");
+      expect_padding_has_no_gradient(got.grads, m);
+    }
+  }
+  static std::vector<ModelSpec> with_and_without_dropout() {
+    ModelSpec without = small_gpt_spec();
+    without.dropout = 0.0f;
+    return {small_gpt_spec(), without};
   }
 };
 
@@ -443,15 +451,17 @@ TEST_P(KernelsConformance, SetWeightsRefusesWhatItCannotSet) {
 }
 
 TEST_P(KernelsConformance, BlockMatchesTheReference) {
-  const ModelSpec m = small_gpt_spec();
-  const TensorMap weights = block_weights(m, 3);
-  const std::vector<float> x = random_activation(m, 1), dout = random_activation(m, 2);
-  const BlockRun want = run_block(reference_kernels(), m, weights, x, dout);
-  const BlockRun got = run_block(under_test(), m, weights, x, dout);
-  const Tolerances tol = tolerances();
-  EXPECT_TRUE(close("block output", got.out, want.out, tol.block_output));
-  EXPECT_TRUE(close("block input gradient", got.din, want.din, tol.block_output));
-  expect_close(got.grads, want.grads, tol.block_grad, "block gradient");
+  for (const ModelSpec& m : with_and_without_dropout()) {
+    SCOPED_TRACE("dropout " + std::to_string(m.dropout));
+    const TensorMap weights = block_weights(m, 3);
+    const std::vector<float> x = random_activation(m, 1), dout = random_activation(m, 2);
+    const BlockRun want = run_block(reference_kernels(), m, weights, x, dout);
+    const BlockRun got = run_block(under_test(), m, weights, x, dout);
+    const Tolerances tol = tolerances();
+    EXPECT_TRUE(close("block output", got.out, want.out, tol.block_output));
+    EXPECT_TRUE(close("block input gradient", got.din, want.din, tol.block_output));
+    expect_close(got.grads, want.grads, tol.block_grad, "block gradient");
+  }
 }
 
 // The embedding and the head on their own, so that a difference is pinned to a layer: the

@@ -30,7 +30,13 @@ class Checks {
     std::fflush(stdout);
   }
   // ||got - ref|| / ||ref|| <= tol, and no NaN or infinity in got.
-  double close(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref, double tol);
+  double close(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref, double tol) {
+    return close_at_scale(name, got, ref, ref, tol);
+  }
+  // ||got - ref|| / ||scale|| <= tol: for a result that is a sum of terms which may cancel, whose
+  // rounding error is relative to the terms' magnitudes (scale), not to the small sum.
+  double close_at_scale(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
+                        const std::vector<double>& scale, double tol);
   // Runs a check body; an exception is a failure of that check, not of the whole run.
   void run(const std::string& name, const std::function<void()>& body);
 
@@ -41,9 +47,9 @@ class Checks {
   int passed_ = 0, failed_ = 0;
 };
 
-inline double Checks::close(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
-                            double tol) {
-  if (got.size() != ref.size()) {
+inline double Checks::close_at_scale(const std::string& name, const std::vector<double>& got,
+                                     const std::vector<double>& ref, const std::vector<double>& scale, double tol) {
+  if (got.size() != ref.size() || scale.size() != ref.size()) {
     record(name, false, "size " + std::to_string(got.size()) + " != reference size " + std::to_string(ref.size()));
     return INFINITY;
   }
@@ -52,7 +58,7 @@ inline double Checks::close(const std::string& name, const std::vector<double>& 
   for (size_t i = 0; i < got.size(); ++i) {
     if (!std::isfinite(got[i])) ++bad;
     diff += (got[i] - ref[i]) * (got[i] - ref[i]);
-    norm += ref[i] * ref[i];
+    norm += scale[i] * scale[i];
   }
   const double err = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
   char text[160];

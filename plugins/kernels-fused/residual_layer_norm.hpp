@@ -1,0 +1,22 @@
+#pragma once
+// The end of a block's attention half and the start of its MLP half in one kernel: the bias +
+// dropout + residual add of bias_dropout_add.hpp, then LayerNorm of its output, each row
+// normalized right after it is written, while it is still in cache. The unfused pair reads that
+// output back from memory; this is the plugin option fused_residual_layer_norm.
+#include <cstdint>
+
+#include "dropout.hpp"
+#include "kernel_context.hpp"
+
+namespace ptdp::fused {
+
+// out = residual + dropout(x + bias), then y = LayerNorm(out) with mean and rstd as
+// layer_norm_forward writes them: the bits of bias_dropout_add_forward then layer_norm_forward.
+// x, residual, out, y: bf16 [rows, cols]; out may be x or residual, y is none of them. bias,
+// gamma, beta: fp32 [cols].
+void bias_dropout_add_layer_norm_forward(const bf16* x, const float* bias, const bf16* residual, bf16* out,
+                                         const float* gamma, const float* beta, bf16* y, float* mean, float* rstd,
+                                         int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
+                                         const KernelContext& ctx);
+
+}  // namespace ptdp::fused
