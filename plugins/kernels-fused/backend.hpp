@@ -36,7 +36,7 @@ struct BackendOptions {
   bool bias_grad_epilogue = true; // bias gradients from the weight-gradient GEMMs' epilogues
   bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
   bool fused_residual_layer_norm = true;  // the attention half's bias + dropout + add with LayerNorm 2
-  bool one_pass_cross_entropy = true;     // the loss and its gradient in one kernel in forward (t = 1)
+  bool one_pass_cross_entropy = false;     // the loss and its gradient in one kernel in forward (t = 1)
 };
 
 class Backend {

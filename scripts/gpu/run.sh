@@ -48,7 +48,7 @@ HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every
 # fusion on, flash attention), with GEMM autotuning, with every fusion and autotuning off, and
 # the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,one_pass_cross_entropy=false;kernels-fused:attention="unfused"'
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,one_pass_cross_entropy=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
              --set plugins.options.kernels.one_pass_cross_entropy=false)
