@@ -30,8 +30,8 @@ const ptdp::ConfigKeySpec kSchema[] = {
      "gradient in separate launches"},
     {"fused_residual_layer_norm", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "the attention half's bias + dropout + residual add and the MLP half's LayerNorm in one kernel; false: two"},
-    // Off by default: on the H200 its kernel was no faster than the two passes (BENCHMARKS.md,
-    // 2026-12-02), and the kernel as it is now has not yet run on a device.
+    // Off by default: on the H200 none of its three kernels was faster than the two passes
+    // (BENCHMARKS.md, 2026-12-02 night).
     {"one_pass_cross_entropy", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
      "on an unsplit vocabulary (tensor-parallel size 1), the loss and the logits' gradient in one kernel in forward, "
      "reading the logits once; false: the loss in forward and the gradient in backward, two passes"},
