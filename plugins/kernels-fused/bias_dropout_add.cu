@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bias_dropout_add.cuh"
 #include "column_reduce.hpp"
 #include "ptdp/checked_call_cuda.hpp"
 #include "vec.cuh"
@@ -16,17 +17,7 @@ __global__ void bias_dropout_add_forward_kernel(const bf16* x, const float* __re
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t row = i / vecs_per_row;
     const int64_t col = (i - row * vecs_per_row) * VEC;
-    float v[VEC], b[VEC], r[VEC];
-    load_vec<VEC>(x + row * cols + col, v);
-    load_vec<VEC>(bias + col, b);
-    load_vec<VEC>(residual + row * cols + col, r);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      float y = v[k] + b[k];
-      if constexpr (DROPOUT) y *= dropout.factor(row, col + k);
-      v[k] = r[k] + y;
-    }
-    store_vec<VEC>(out + row * cols + col, v);
+    bias_dropout_add_vector<VEC, DROPOUT>(x, bias, residual, out, row, col, cols, dropout);
   }
 }
 

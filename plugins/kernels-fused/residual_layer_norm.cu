@@ -1,5 +1,6 @@
 #include "residual_layer_norm.hpp"
 
+#include "bias_dropout_add.cuh"
 #include "layer_norm_row.cuh"
 #include "ptdp/checked_call_cuda.hpp"
 
@@ -17,19 +18,8 @@ __global__ void bias_dropout_add_layer_norm_kernel(const bf16* x, const float* _
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kLayerNormWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
-  for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC) {
-    float v[VEC], b[VEC], res[VEC];
-    load_vec<VEC>(x + r * cols + c, v);
-    load_vec<VEC>(bias + c, b);
-    load_vec<VEC>(residual + r * cols + c, res);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      float sum = v[k] + b[k];
-      if constexpr (DROPOUT) sum *= dropout.factor(r, c + k);
-      v[k] = res[k] + sum;
-    }
-    store_vec<VEC>(out + r * cols + c, v);
-  }
+  for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC)
+    bias_dropout_add_vector<VEC, DROPOUT>(x, bias, residual, out, r, c, cols, dropout);
   const RowStats stats = layer_norm_row<VEC>(out + r * cols, gamma, beta, y + r * cols, cols, eps, lane);
   if (lane == 0) {
     if (mean_out) mean_out[r] = stats.mean;

@@ -7,20 +7,29 @@
 
 namespace ptdp::fused {
 
+// Eight bf16 in 16 bytes, as floats and back (round to nearest even).
+__device__ __forceinline__ void unpack_bf16x8(const uint4& raw, float* v) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = __bfloat1622float2(h[k]);
+    v[2 * k] = f.x;
+    v[2 * k + 1] = f.y;
+  }
+}
+__device__ __forceinline__ uint4 pack_bf16x8(const float* v) {
+  uint4 raw;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+  return raw;
+}
+
 template <int N>
 __device__ __forceinline__ void load_vec(const __nv_bfloat16* __restrict__ p, float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) {
-      uint4 raw = *reinterpret_cast<const uint4*>(p + i);
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        float2 f = __bfloat1622float2(h[k]);
-        v[i + 2 * k] = f.x;
-        v[i + 2 * k + 1] = f.y;
-      }
-    }
+    for (int i = 0; i < N; i += 8) unpack_bf16x8(*reinterpret_cast<const uint4*>(p + i), v + i);
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = __bfloat162float(p[i]);
@@ -31,13 +40,7 @@ template <int N>
 __device__ __forceinline__ void store_vec(__nv_bfloat16* __restrict__ p, const float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) {
-      uint4 raw;
-      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(v[i + 2 * k], v[i + 2 * k + 1]);
-      *reinterpret_cast<uint4*>(p + i) = raw;
-    }
+    for (int i = 0; i < N; i += 8) *reinterpret_cast<uint4*>(p + i) = pack_bf16x8(v + i);
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) p[i] = __float2bfloat16(v[i]);
@@ -51,16 +54,7 @@ template <int N>
 __device__ __forceinline__ void load_vec_streaming(const __nv_bfloat16* p, float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) {
-      uint4 raw = __ldcs(reinterpret_cast<const uint4*>(p + i));
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        float2 f = __bfloat1622float2(h[k]);
-        v[i + 2 * k] = f.x;
-        v[i + 2 * k + 1] = f.y;
-      }
-    }
+    for (int i = 0; i < N; i += 8) unpack_bf16x8(__ldcs(reinterpret_cast<const uint4*>(p + i)), v + i);
   } else {
     load_vec<N>(p, v);
   }
@@ -70,13 +64,7 @@ template <int N>
 __device__ __forceinline__ void store_vec_streaming(__nv_bfloat16* p, const float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) {
-      uint4 raw;
-      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(v[i + 2 * k], v[i + 2 * k + 1]);
-      __stcs(reinterpret_cast<uint4*>(p + i), raw);
-    }
+    for (int i = 0; i < N; i += 8) __stcs(reinterpret_cast<uint4*>(p + i), pack_bf16x8(v + i));
   } else {
     store_vec<N>(p, v);
   }
