@@ -25,9 +25,11 @@ bool counts_in_grad_norm(const ParamRef& p, const GridPosition& me, int stages) 
 }
 
 GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
-                                 bool reduce_scatter, ReductionLane* lane, TimelineRecorder& timeline)
-    : kernels_(kernels), groups_(groups), chunks_(chunks), reduce_scatter_(reduce_scatter), lane_(lane),
-      timeline_(timeline) {
+                                 std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, ReductionLane* lane,
+                                 TimelineRecorder& timeline)
+    : kernels_(kernels), groups_(groups), chunks_(chunks), zeroed_(std::move(zeroed)), reduce_scatter_(reduce_scatter),
+      lane_(lane), timeline_(timeline) {
+  PTDP_CHECK(zeroed_.size() == chunks_.size(), "GradientReducer: one list of gradients to zero per chunk");
   PTDP_CHECK(lane_ || groups_.data->size() == 1, "a data-parallel group of more than one rank needs a reduction lane");
   for (const ChunkBuffers& c : chunks_) reduced_.emplace_back(c.layout().buckets.size(), false);
 }
@@ -35,7 +37,8 @@ GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& gr
 void GradientReducer::begin_step(bool zero_gradients) {
   if (zero_gradients)
     timeline_.span("zero gradients", "optimizer", [&] {
-      for (const ChunkBuffers& c : chunks_) kernels_.fill_zero(c.grad());
+      for (const std::vector<Tensor>& chunk : zeroed_)
+        for (const Tensor& t : chunk) kernels_.fill_zero(t);
     });
   for (auto& flags : reduced_) flags.assign(flags.size(), false);
 }

@@ -20,12 +20,15 @@ namespace ptdp {
 
 class GradientReducer {
  public:
-  // lane: where the reductions run; null when the data-parallel group is one rank.
+  // lane: where the reductions run; null when the data-parallel group is one rank. zeroed: per
+  // chunk, the gradients each step starts from zero (gradient_zeroing.hpp); the backward writes
+  // or adds to the rest.
   GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
-                  bool reduce_scatter, ReductionLane* lane, TimelineRecorder& timeline);
+                  std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, ReductionLane* lane,
+                  TimelineRecorder& timeline);
 
-  // Zeroes every gradient buffer, unless the optimizer still has the last step's gathered weights
-  // there (and zeroes each bucket once it has taken them); the step's backward accumulates into them.
+  // Zeroes the gradients that start from zero, unless the optimizer still has the last step's
+  // gathered weights in the buffers (and zeroes each bucket once it has taken them).
   void begin_step(bool zero_gradients = true);
   // Layer `unit` of `chunk` ran its last backward of the step: reduces every bucket now final.
   void layer_final(int chunk, int unit);
@@ -39,6 +42,7 @@ class GradientReducer {
   LayerKernels& kernels_;
   const ParallelGroups& groups_;
   std::vector<ChunkBuffers>& chunks_;
+  std::vector<std::vector<Tensor>> zeroed_;
   bool reduce_scatter_;
   ReductionLane* lane_;
   TimelineRecorder& timeline_;

@@ -19,7 +19,7 @@ OwnedTensor host_i32(int64_t rows, int64_t cols) {
 PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
                                    int microbatches, bool scatter_gather,
                                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank,
-                                   const ModelSpec& model, int64_t samples_per_replica)
+                                   const ModelSpec& model, int64_t samples_per_replica, bool mark_first_gradient)
     : kernels_(kernels),
       groups_(groups),
       topology_(topology),
@@ -28,7 +28,8 @@ PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& 
       scatter_gather_(scatter_gather && topology.tensor() > 1),
       model_chunks_(chunks_on_rank),
       model_(model),
-      samples_per_replica_(samples_per_replica) {}
+      samples_per_replica_(samples_per_replica),
+      mark_first_gradient_(mark_first_gradient) {}
 
 MicroBatch PipelineExecutor::microbatch(int64_t step, int slot) const {
   MicroBatch mb;
@@ -133,6 +134,7 @@ void PipelineExecutor::compute(const ComputeOp& op, const StepContext& step) {
                              me_.pp, op.microbatch, vs));
       doutput = found->second.view;
     }
+    mb.first_gradient = mark_first_gradient_ && backwards_left_.at(op.chunk) == microbatches_;
     const bool last = --backwards_left_.at(op.chunk) == 0;
     std::function<void(int)> layer_done;
     if (last && gradients_final_) layer_done = [&](int layer) { gradients_final_(op.chunk, layer); };

@@ -24,7 +24,7 @@ class PipelineExecutor {
   PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
                    int microbatches, bool scatter_gather,
                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank, const ModelSpec& model,
-                   int64_t samples_per_replica);
+                   int64_t samples_per_replica, bool mark_first_gradient);
 
   // Called with (chunk, layer) right after that layer's last backward of the step, when its
   // gradients are final (layers numbered as ModelChunk::parameter_layers numbers them).
@@ -55,6 +55,7 @@ class PipelineExecutor {
   std::vector<std::unique_ptr<ModelChunk>>& model_chunks_;
   ModelSpec model_;
   int64_t samples_per_replica_;
+  bool mark_first_gradient_;  // sets MicroBatch::first_gradient on each chunk's first backward
   std::function<void(int, int)> gradients_final_;
   std::function<void(int, int)> layer_starting_;
   std::vector<int> backwards_left_;  // per chunk, this step

@@ -25,6 +25,7 @@
 #include "plugin/plugin_registry.hpp"
 #include "runtime/device_placement.hpp"
 #include "runtime/gradient_sync.hpp"
+#include "runtime/gradient_zeroing.hpp"
 #include "runtime/model_chunk.hpp"
 #include "runtime/optimizer_state.hpp"
 #include "runtime/parameter_init.hpp"
@@ -120,6 +121,7 @@ class RankTrainer {
   std::unique_ptr<TcpStore> store_;
   std::shared_ptr<Communicator> world_;
   std::shared_ptr<LayerKernels> kernels_;
+  bool blocks_write_first_gradients_ = false;  // the kernels' ABI promises MicroBatch::first_gradient
   std::shared_ptr<Scheduler> scheduler_;
   Device device_;  // where this rank computes, handed to the communicator and the kernels
   std::unique_ptr<DeviceProfiler> profiler_;  // --profile only
@@ -221,6 +223,7 @@ void RankTrainer::load_plugins() {
   const auto& sched_info = registry_.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
   world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("communicator"), place());
   kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), place());
+  blocks_write_first_gradients_ = blocks_write_first_gradients(kernels_info.descriptor->abi_minor);
   scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), place());
   const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
   if (cfg_.precision.params != computes_in)
@@ -449,7 +452,7 @@ void RankTrainer::prepare_steps(int64_t first_step) {
     validation_batches_.emplace(data_->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
 
   executor_.emplace(*kernels_, groups_, topology_, m, cfg_.parallel.scatter_gather, chunks_, model_spec(cfg_),
-                    cfg_.parallel.global_batch / topology_.data());
+                    cfg_.parallel.global_batch / topology_.data(), blocks_write_first_gradients_);
   timeline_.emplace(*kernels_, /*wait_for_device=*/!profiler_);
   losses_ = kernels_->allocate({m}, DType::F32);
   loss_scale_ = 1.0f / static_cast<float>(m * topology_.data());
@@ -459,7 +462,11 @@ void RankTrainer::prepare_steps(int64_t first_step) {
   }
   if (options_.eval_batches > 0) return;  // evaluation computes no gradients
   open_reduction_lane();
-  reducer_.emplace(*kernels_, groups_, buffers_, optimizer_->distributed(), lane_.get(), *timeline_);
+  std::vector<std::vector<Tensor>> zeroed;
+  for (size_t c = 0; c < chunks_.size(); ++c)
+    zeroed.push_back(gradients_to_zero(buffers_[c], chunks_[c]->layout(), blocks_write_first_gradients_));
+  reducer_.emplace(*kernels_, groups_, buffers_, std::move(zeroed), optimizer_->distributed(), lane_.get(),
+                   *timeline_);
   executor_->on_gradients_final([this](int chunk, int layer) { reducer_->layer_final(chunk, layer); });
   if (lane_ && optimizer_->distributed() && cfg_.parallel.overlap_param_gather) {
     optimizer_->gather_on_lane(*lane_, *timeline_);

@@ -37,6 +37,7 @@ struct BackendOptions {
   bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
   bool fused_residual_layer_norm = true;  // the attention half's bias + dropout + add with LayerNorm 2
   bool one_pass_cross_entropy = false;     // the loss and its gradient in one kernel in forward (t = 1)
+  bool first_backward_writes_gradients = true;  // weight-gradient GEMMs at beta 0 on the step's first backward
 };
 
 class Backend {

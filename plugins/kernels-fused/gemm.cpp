@@ -329,13 +329,13 @@ void Gemm::linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, i
 }
 
 void Gemm::linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in,
-                                  int64_t out, float* dbias, float alpha) {
+                                  int64_t out, float* dbias, float alpha, bool accumulate) {
   if (dbias && alpha != 1.0f) throw Error("kernels-fused: a bias gradient from a weight-gradient GEMM with alpha != 1");
   // Column-major: dW^T[in, out] += x^T(in x rows) * dy(rows x out). op(B) = dy is k x n, so the
   // BGRADB sum over k is the column sum of dy over the rows: the bias gradient, length out.
   Epilogue e;
   if (dbias) e.kind = Epilogue::Kind::BGradB, e.bias_grad = dbias;
-  matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, 1.0f, e, alpha);
+  matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, accumulate ? 1.0f : 0.0f, e, alpha);
 }
 
 void Gemm::batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,

@@ -57,11 +57,12 @@ class Gemm {
   // dx[rows, in] = alpha * dy[rows, out] W.
   void linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in, int64_t out,
                              float alpha = 1.0f);
-  // dW[out, in] += alpha * dy^T x, into the fp32 gradient; with dbias, also dbias[out] += column
-  // sums of dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows; alpha must then
-  // be 1, as the epilogue sums dy unscaled).
+  // dW[out, in] += alpha * dy^T x, into the fp32 gradient (with accumulate false, dW = alpha *
+  // dy^T x: beta 0, so what dW held is not read and may be anything); with dbias, also dbias[out]
+  // += column sums of dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows; alpha
+  // must then be 1, as the epilogue sums dy unscaled).
   void linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in, int64_t out,
-                              float* dbias = nullptr, float alpha = 1.0f);
+                              float* dbias = nullptr, float alpha = 1.0f, bool accumulate = true);
 
   // The MLP's GeLU in the epilogues (tanh form; gelu_epilogue_fits says when the shapes allow it).
   // Forward: y[rows, out] = gelu(x W^T + bias) with bias bf16 [out]; pre_gelu [rows, out] receives

@@ -69,6 +69,7 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
     options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
     options_.fused_residual_layer_norm = context.config->get_bool("fused_residual_layer_norm");
     options_.one_pass_cross_entropy = context.config->get_bool("one_pass_cross_entropy");
+    options_.first_backward_writes_gradients = context.config->get_bool("first_backward_writes_gradients");
   } else {
     options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
   }
@@ -100,7 +101,9 @@ void KernelsFused::bind(const KernelsBinding& binding) {
                                  (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
                                  (options_.fused_layer_norm_backward ? "on" : "off") + ", residual add + LayerNorm " +
                                  (options_.fused_residual_layer_norm ? "fused" : "unfused") + ", one-pass cross entropy " +
-                                 (options_.one_pass_cross_entropy ? "on" : "off") + ", tensor-parallel rank " +
+                                 (options_.one_pass_cross_entropy ? "on" : "off") +
+                                 ", first backward writes the weight gradients " +
+                                 (options_.first_backward_writes_gradients ? "on" : "off") + ", tensor-parallel rank " +
                                  std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
 }
 

@@ -35,6 +35,9 @@ const ptdp::ConfigKeySpec kSchema[] = {
     {"one_pass_cross_entropy", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
      "on an unsplit vocabulary (tensor-parallel size 1), the loss and the logits' gradient in one kernel in forward, "
      "reading the logits once; false: the loss in forward and the gradient in backward, two passes"},
+    {"first_backward_writes_gradients", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "on the step's first backward the weight-gradient GEMMs write the blocks' weight gradients (beta 0), so no "
+     "pass zeroes them first and none reads the zeros; false: they are zeroed, then added to"},
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "transformer_block.hpp"
 
 #include <string>
+#include <vector>
 
 #include "bias_dropout_add.hpp"
 #include "bias_gelu.hpp"
@@ -8,6 +9,7 @@
 #include "layer_norm.hpp"
 #include "ptdp/checked_call_cuda.hpp"
 #include "residual_layer_norm.hpp"
+#include "zero_fill.hpp"
 
 namespace ptdp::fused {
 
@@ -133,6 +135,12 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
   const bf16* dy = dout.as<const bf16>();
 
+  const bool accumulate = start_gradients(mb);
+  auto weight_gradient = [&](const bf16* d_out, const bf16* input, Parameter& weight, int64_t in, int64_t out,
+                             float* bias_grad = nullptr) {
+    gemm.linear_backward_weight(d_out, input, weight.grad(), tokens, in, out, bias_grad, 1.0f, accumulate);
+  };
+
   auto d_branch = allocate_buffer<bf16>(arena, size_t(tokens * h));  // gradient of a row-parallel output
   auto d_ln = allocate_buffer<bf16>(arena, size_t(tokens * h));      // gradient of a LayerNorm output
   auto d_h = allocate_buffer<bf16>(arena, size_t(tokens * h));
@@ -140,23 +148,22 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
 
   // MLP half: out = h + dropout(fc2(act) + b2).
   const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
-  gemm.linear_backward_weight(mlp.grad, a->act.get(), fc2_weight_->grad(), tokens, ffn_, h, mlp.bias_grad);
+  weight_gradient(mlp.grad, a->act.get(), *fc2_weight_, ffn_, h, mlp.bias_grad);
   if (gelu_epilogue_) {
     // FC1's bias gradient is the column sums of d_ffn: FC1's weight-gradient GEMM sums them in its
     // epilogue, or a column-sum kernel does.
     gemm.linear_backward_input_dgelu(mlp.grad, fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens, ffn_, h);
     if (backend_->options().bias_grad_epilogue) {
-      gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_,
-                                  fc1_bias_->grad());
+      weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_, fc1_bias_->grad());
     } else {
       column_sum_accumulate(d_ffn.get(), tokens, ffn_, fc1_bias_->grad(), k);
-      gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
+      weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_);
     }
   } else {
     gemm.linear_backward_input(mlp.grad, fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
     bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_,
                        k);
-    gemm.linear_backward_weight(d_ffn.get(), a->ln2.get(), fc1_weight_->grad(), tokens, h, ffn_);
+    weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_);
   }
   gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
@@ -169,21 +176,36 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   auto d_qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
   const BranchGradient attn =
       branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
-  gemm.linear_backward_weight(attn.grad, a->ctx.get(), proj_weight_->grad(), tokens, width_, h, attn.bias_grad);
+  weight_gradient(attn.grad, a->ctx.get(), *proj_weight_, width_, h, attn.bias_grad);
   gemm.linear_backward_input(attn.grad, proj_weight_->working(), d_ctx.get(), tokens, width_, h);
   backend_->attention().backward(a->qkv.get(), a->ctx.get(), d_ctx.get(), a->attention.get(), d_qkv.get());
   if (backend_->options().bias_grad_epilogue) {
-    gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_,
-                                qkv_bias_->grad());
+    weight_gradient(d_qkv.get(), a->ln1.get(), *qkv_weight_, h, 3 * width_, qkv_bias_->grad());
   } else {
     column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
-    gemm.linear_backward_weight(d_qkv.get(), a->ln1.get(), qkv_weight_->grad(), tokens, h, 3 * width_);
+    weight_gradient(d_qkv.get(), a->ln1.get(), *qkv_weight_, h, 3 * width_);
   }
   gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
   // din is written last, so it may be the same memory as dout.
   layer_norm_backward(d_ln.get(), a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + tokens,
                       d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k);
+}
+
+bool FusedTransformerBlock::start_gradients(const MicroBatch& mb) {
+  if (!mb.first_gradient) return true;
+  // The bias and LayerNorm gradients are sums that several kernels add to: they start from zero,
+  // in one launch. The weight-gradient GEMMs write theirs, unless the option says to zero them too.
+  const bool gemms_write = backend_->options().first_backward_writes_gradients;
+  std::vector<FloatSpan> zeroed;
+  for (const auto* p : {&ln1_weight_, &ln1_bias_, &qkv_bias_, &proj_bias_, &ln2_weight_, &ln2_bias_, &fc1_bias_,
+                        &fc2_bias_})
+    zeroed.push_back({(*p)->grad(), (*p)->numel()});
+  zero_fill(zeroed, backend_->stream());
+  if (!gemms_write)
+    for (const auto* p : {&qkv_weight_, &proj_weight_, &fc1_weight_, &fc2_weight_})
+      PTDP_CALL(cudaMemsetAsync((*p)->grad(), 0, size_t((*p)->numel()) * sizeof(float), backend_->stream()));
+  return !gemms_write;
 }
 
 FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(const bf16* dout, bf16* scratch,

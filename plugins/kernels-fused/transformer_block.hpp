@@ -31,6 +31,10 @@ class FusedTransformerBlock final : public TransformerBlock {
     const bf16* grad;
     float* bias_grad;
   };
+  // Readies the parameters' gradients for this backward; returns whether the weight-gradient
+  // GEMMs add to theirs (false on the step's first backward, MicroBatch::first_gradient, when
+  // they write them).
+  bool start_gradients(const MicroBatch& mb);
   BranchGradient branch_backward(const bf16* dout, bf16* scratch, Parameter& bias, const DropoutSite& dropout);
 
   std::shared_ptr<Backend> backend_;

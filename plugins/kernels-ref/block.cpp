@@ -100,6 +100,10 @@ void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   check_host_tensor(dout, DType::F32, {s, b, h}, name_ + " backward: dout");
   check_host_tensor(din, DType::F32, {s, b, h}, name_ + " backward: din");
   BlockActivations a = saved_.take(mb.slot);
+  // Every gradient below adds to its accumulator; on the step's first backward the accumulators
+  // hold stale values (MicroBatch::first_gradient), so they start from zero.
+  if (mb.first_gradient)
+    for (const ParamRef& param : parameters()) std::fill_n(param.grad.as<float>(), param.grad.numel(), 0.0f);
 
   // Gradient of the residual stream, first at the block output (`din` may be `dout`).
   std::vector<float> dresidual(dout.as<float>(), dout.as<float>() + n * h);

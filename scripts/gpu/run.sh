@@ -48,10 +48,10 @@ HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every
 # fusion on, flash attention), with GEMM autotuning, with every fusion and autotuning off, and
 # the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,one_pass_cross_entropy=false;kernels-fused:attention="unfused"'
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
-             --set plugins.options.kernels.one_pass_cross_entropy=false)
+             --set plugins.options.kernels.one_pass_cross_entropy=false --set plugins.options.kernels.first_backward_writes_gradients=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
 : > "$table"
@@ -402,11 +402,12 @@ fusions-each)
   k=plugins.options.kernels
   "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fusions-each" \
     --set $k.gelu_epilogue=false --set $k.bias_grad_epilogue=false --set $k.fused_layer_norm_backward=false \
-    --set $k.fused_residual_layer_norm=false --set $k.one_pass_cross_entropy=false \
+    --set $k.fused_residual_layer_norm=false --set $k.one_pass_cross_entropy=false --set $k.first_backward_writes_gradients=false \
     --arm none --arm gelu_epilogue --set $k.gelu_epilogue=true --arm bias_grad_epilogue --set $k.bias_grad_epilogue=true \
     --arm fused_layer_norm_backward --set $k.fused_layer_norm_backward=true \
     --arm fused_residual_layer_norm --set $k.fused_residual_layer_norm=true \
-    --arm one_pass_cross_entropy --set $k.one_pass_cross_entropy=true > "$OUT/ab-fusions-each.log" 2>&1
+    --arm one_pass_cross_entropy --set $k.one_pass_cross_entropy=true \
+    --arm first_backward_writes_gradients --set $k.first_backward_writes_gradients=true > "$OUT/ab-fusions-each.log" 2>&1
   row "ab: each fusion alone vs none, 1.3B b=4" "exit $?"
   ab_report ab-fusions-each
   ;;

@@ -166,8 +166,10 @@ struct ModelRun {
   TensorMap grads;            // the ranks' parts assembled into global tensors
 };
 
+// With `stale_gradients` the blocks' gradients start as NaN, not zero, and the step's first
+// backward says so (MicroBatch::first_gradient), as the core runs kernels of ABI 1.6 and later.
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
-                   Order order = Order::Sequential, bool recompute = false) {
+                   Order order = Order::Sequential, bool recompute = false, bool stale_gradients = false) {
   std::vector<TokenBatch> batches;
   for (int i = 0; i < microbatches; ++i) batches.push_back(test::make_token_batch(m, 21, i));
   test::ThreadGroup group(tp, "tp");
@@ -180,18 +182,26 @@ ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int t
     k->bind(binding(m, &comm, rank, tp));
     test::GptStack stack(*k, m);
     stack.load(test::make_initial_weights(stack.parameters(), 5));
-    stack.zero_grads();
+    if (stale_gradients) stack.stale_block_grads(std::nanf(""));
+    else stack.zero_grads();
     const float scale = 1.0f / float(microbatches);
     auto& loss = losses[size_t(rank)];
+    bool first_backward = true;
+    auto backward = [&](int i) {
+      MicroBatch mb = microbatch(m, i);
+      mb.first_gradient = stale_gradients && first_backward;
+      first_backward = false;
+      stack.backward(mb, scale);
+    };
     if (order == Order::Sequential) {
       for (int i = 0; i < microbatches; ++i) {
         loss[size_t(i)] = stack.forward(microbatch(m, i), batches[size_t(i)], recompute);
-        stack.backward(microbatch(m, i), scale);
+        backward(i);
       }
     } else {
       for (int i = 0; i < microbatches; ++i)
         loss[size_t(i)] = stack.forward(microbatch(m, i), batches[size_t(i)], recompute);
-      for (int i = microbatches - 1; i >= 0; --i) stack.backward(microbatch(m, i), scale);
+      for (int i = microbatches - 1; i >= 0; --i) backward(i);
     }
     grads[size_t(rank)] = stack.grads();
   });
@@ -652,6 +662,29 @@ TEST_P(KernelsConformance, MicrobatchesInFlightAndRecomputationMatchTheSequentia
   const double reordered = std::max(tol.repeat, 1e-5);
   expect_close(in_flight.grads, sequential.grads, reordered, "gradient with every microbatch in flight");
   expect_close(recomputed.grads, sequential.grads, reordered, "gradient with recomputation");
+}
+
+// The core no longer zeroes the blocks' gradients for kernels of ABI 1.6 and later: the step's
+// first backward must write them, whatever they held, and the later ones add to them. On one and
+// two tensor-parallel ranks, with dropout and without (where a backend may sum bias gradients in
+// other kernels), and with every microbatch in flight (the first backward is the last slot's).
+TEST_P(KernelsConformance, TheFirstBackwardWritesOverStaleBlockGradients) {
+  const Tolerances tol = tolerances();
+  const double reordered = std::max(tol.repeat, 1e-5);
+  for (const ModelSpec& m : with_and_without_dropout()) {
+    SCOPED_TRACE("dropout " + std::to_string(m.dropout));
+    for (int tp : {1, 2}) {
+      SCOPED_TRACE("tensor-parallel size " + std::to_string(tp));
+      const ModelRun zeroed = run_model(under_test(), m, tp, 2);
+      const ModelRun stale = run_model(under_test(), m, tp, 2, Order::Sequential, false, true);
+      EXPECT_TRUE(close("losses", stale.losses, zeroed.losses, tol.repeat));
+      expect_close(stale.grads, zeroed.grads, reordered, "gradient");
+    }
+  }
+  const ModelSpec m = small_gpt_spec();
+  const ModelRun zeroed = run_model(under_test(), m, 1, 3, Order::AllForwardThenReverse);
+  const ModelRun stale = run_model(under_test(), m, 1, 3, Order::AllForwardThenReverse, false, true);
+  expect_close(stale.grads, zeroed.grads, reordered, "gradient with every microbatch in flight");
 }
 
 INSTANTIATE_TEST_SUITE_P(Plugins, KernelsConformance, ::testing::ValuesIn(kernels_under_test()),

@@ -57,6 +57,15 @@ void GptStack::zero_grads() {
   for (const ParamRef& p : params_) kernels_.fill_zero(p.grad);
 }
 
+void GptStack::stale_block_grads(float stale) {
+  zero_grads();
+  for (const auto& block : blocks_)
+    for (const ParamRef& p : block->parameters()) {
+      const std::vector<float> values(static_cast<size_t>(p.grad.numel()), stale);
+      kernels_.copy_from_host(p.grad, values.data());
+    }
+}
+
 const Tensor& GptStack::run_trunk(const MicroBatch& mb, const TokenBatch& batch, bool save) {
   embedding_->forward(mb, host_ids(batch.tokens, model_), activations_[0].view, save);
   int cur = 0;

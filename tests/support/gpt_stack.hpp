@@ -24,6 +24,10 @@ class GptStack {
   std::vector<LocalTensor> masters() const;
   std::vector<LocalTensor> grads() const;
   void zero_grads();
+  // What the core leaves for kernels that write their blocks' gradients on the step's first
+  // backward (MicroBatch::first_gradient): every block gradient set to `stale`, the embedding's
+  // and head's zeroed.
+  void stale_block_grads(float stale);
 
   // Forward of one microbatch; returns its loss. With `recompute` the embedding and the blocks
   // keep nothing (save=false) and run again, saving, right before this microbatch's backward.

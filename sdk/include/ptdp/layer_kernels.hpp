@@ -65,6 +65,13 @@ struct MicroBatch {
   int64_t step = 0;           // optimizer step, part of the dropout key
   int64_t first_sample = 0;   // global index (in the step's global batch) of its first sequence
   bool training = true;       // false for evaluation: no dropout
+  // Since ABI 1.6. Set on the step's first backward of each model chunk: the gradients of every
+  // transformer block's parameters hold stale values (for kernels of ABI 1.6 and later the core
+  // no longer zeroes them each step, which on the GPU is a pass over every weight gradient), and
+  // TransformerBlock::backward writes them instead of adding to them. The embedding and head
+  // ignore it: the core still zeroes their gradients (the tied word matrix takes both layers'
+  // sums).
+  bool first_gradient = false;
 };
 
 class EmbeddingLayer {

@@ -1,0 +1,45 @@
+#include "zero_fill.hpp"
+
+#include <algorithm>
+
+#include "ptdp/checked_call_cuda.hpp"
+
+namespace ptdp::fused {
+namespace {
+
+constexpr int kSpansPerLaunch = 16;
+
+struct SpanList {
+  float* data[kSpansPerLaunch];
+  int64_t count[kSpansPerLaunch];
+};
+
+// blockIdx.y picks the span; the x blocks stride over it.
+__global__ void zero_fill_kernel(SpanList list) {
+  float* data = list.data[blockIdx.y];
+  const int64_t count = list.count[blockIdx.y];
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
+    data[i] = 0.0f;
+}
+
+}  // namespace
+
+void zero_fill(const std::vector<FloatSpan>& spans, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  for (size_t first = 0; first < spans.size(); first += kSpansPerLaunch) {
+    const size_t n = std::min<size_t>(kSpansPerLaunch, spans.size() - first);
+    SpanList list{};
+    int64_t longest = 0;
+    for (size_t i = 0; i < n; ++i) {
+      list.data[i] = spans[first + i].data;
+      list.count[i] = spans[first + i].count;
+      longest = std::max(longest, spans[first + i].count);
+    }
+    if (longest == 0) continue;
+    const int blocks = static_cast<int>(std::min<int64_t>((longest + kThreads - 1) / kThreads, 1024));
+    zero_fill_kernel<<<dim3(blocks, static_cast<unsigned>(n)), kThreads, 0, stream>>>(list);
+    PTDP_LAUNCH_CHECK(zero_fill_kernel);
+  }
+}
+
+}  // namespace ptdp::fused

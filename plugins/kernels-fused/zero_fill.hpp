@@ -1,0 +1,19 @@
+#pragma once
+// Zeroes a handful of fp32 tensors in one launch, their addresses passed as kernel arguments:
+// a block's eight bias and LayerNorm gradients on the step's first backward cost one launch, not
+// eight memsets.
+#include <cstdint>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+namespace ptdp::fused {
+
+struct FloatSpan {
+  float* data;
+  int64_t count;
+};
+
+void zero_fill(const std::vector<FloatSpan>& spans, cudaStream_t stream);
+
+}  // namespace ptdp::fused
