@@ -26,6 +26,7 @@
 #   largest  the largest model that trains, with and without full recomputation
 #   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
 #   fusions-each  ptdp-host ab of each kernels-fused fusion alone against none
+#   first-gradient  ptdp-host ab of first_backward_writes_gradients on against off, B=4 and 32
 #   gemm     ptdp-host ab on the 1.3B model: kernels-fused's GEMM autotuning and its GeLU epilogues,
 #            each alone and both, against neither; the algorithms autotuning picked and what they saved
 #   gemm-profile  the settings of `gemm`, each under --profile twice: GEMM, bias + GeLU and idle ms a step
@@ -410,6 +411,17 @@ fusions-each)
     --arm first_backward_writes_gradients --set $k.first_backward_writes_gradients=true > "$OUT/ab-fusions-each.log" 2>&1
   row "ab: each fusion alone vs none, 1.3B b=4" "exit $?"
   ab_report ab-fusions-each
+  ;;
+first-gradient)
+  # The step's first backward writing the weight gradients (beta 0) against zeroing them and
+  # adding (first_backward_writes_gradients), in one ptdp-host ab, at global batch 4 and 32.
+  for global in 4 32; do
+    "$HOST" ab examples/gpt-1gpu.toml --set parallel.global_batch=$global --rounds "${AB_ROUNDS:-4}" --steps 10 --warmup 3 \
+      --out "$OUT/ab-first-gradient-B$global" --arm zeroed --set plugins.options.kernels.first_backward_writes_gradients=false \
+      --arm written > "$OUT/ab-first-gradient-B$global.log" 2>&1
+    row "ab: first backward writes gradients, B=$global" "exit $?"
+    ab_report ab-first-gradient-B$global
+  done
   ;;
 gemm)
   # The GEMMs' algorithm choice and the GeLU epilogues, each alone and together, against neither,
