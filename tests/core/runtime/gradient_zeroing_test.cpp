@@ -33,8 +33,10 @@ Chunk chunk_of(const ChunkLayout& layout) {
     c.units.push_back(unit);
   };
   if (layout.has_embedding) add("embedding.word", 40), add("embedding.position", 12), ++unit;
-  for (int l = 0; l < layout.num_layers; ++l, ++unit)
-    add("layers." + std::to_string(layout.first_layer + l) + ".w", 30), add("layers." + std::to_string(layout.first_layer + l) + ".b", 5);
+  for (int l = 0; l < layout.num_layers; ++l, ++unit) {
+    const std::string block = "layers." + std::to_string(layout.first_layer + l);
+    add(block + ".w", 30), add(block + ".b", 5);
+  }
   if (layout.has_head) add("head.ln.weight", 4), add("head.ln.bias", 4);
   return c;
 }
