@@ -133,12 +133,6 @@ std::vector<std::shared_ptr<Parameter>> Backend::parameters() {
   return live;
 }
 
-DeviceBuffer<bf16> Backend::keep_for_backward(const bf16* input, size_t count) {
-  auto kept = allocate_buffer<bf16>(*arena_, count);
-  PTDP_CALL(cudaMemcpyAsync(kept.get(), input, count * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
-  return kept;
-}
-
 std::shared_ptr<Parameter> Backend::parameter_holding(const void* address) {
   const char* a = static_cast<const char*>(address);
   auto it = by_master_.upper_bound(a);

@@ -36,6 +36,7 @@ struct BackendOptions {
   bool bias_grad_epilogue = true; // bias gradients from the weight-gradient GEMMs' epilogues
   bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
   bool fused_residual_layer_norm = true;  // the attention half's bias + dropout + add with LayerNorm 2
+  bool layer_norm_bias_grads = true;  // without dropout, the row-parallel biases' gradients summed by LayerNorm's backward
   bool one_pass_cross_entropy = false;     // the loss and its gradient in one kernel in forward (t = 1)
   bool first_backward_writes_gradients = true;  // weight-gradient GEMMs at beta 0 on the step's first backward
 };
@@ -67,10 +68,6 @@ class Backend {
 
   // Sum (or max) over the tensor-parallel group, in place on the stream; nothing when it is one rank.
   void all_reduce(void* data, DType dtype, int64_t count, ReduceOp op = ReduceOp::Sum);
-
-  // A copy of a layer's bf16 input on the stream, for a forward that saves: the caller may
-  // overwrite the input once the forward returns, and the backward reads it.
-  DeviceBuffer<bf16> keep_for_backward(const bf16* input, size_t count);
 
   DropoutSite dropout_site(const MicroBatch& mb, int site) const;
   Tensor device_tensor(void* data, DType dtype, std::vector<int64_t> shape) const;

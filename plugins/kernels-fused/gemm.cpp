@@ -275,11 +275,14 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
                     alignment_of(a), alignment_of(b), alignment_of(d), bias_in ? alignment_of(bias_in) : 256u};
   Plan& plan = plan_for(key);
 
-  // A bias gradient is written, not accumulated: cuBLASLt sums into scratch, then it is added.
+  // cuBLASLt writes a bias gradient, it does not add to it. At beta 0 the weight gradient is
+  // written too, and the bias gradient with it, straight into place when it is fp32; else
+  // cuBLASLt sums into scratch, which is then added.
+  const bool sums_in_place = grads && beta == 0.0f && plan.bias_type == CUDA_R_32F;
   const int64_t sums = epilogue.kind == Kind::BGradB ? n : m;
   std::shared_ptr<void> scratch;
-  if (grads) scratch = arena_->allocate(size_t(sums) * (plan.bias_type == CUDA_R_32F ? 4 : 2));
-  const void* bias = grads ? scratch.get() : bias_in;
+  if (grads && !sums_in_place) scratch = arena_->allocate(size_t(sums) * (plan.bias_type == CUDA_R_32F ? 4 : 2));
+  const void* bias = sums_in_place ? epilogue.bias_grad : grads ? scratch.get() : bias_in;
   if (epilogue.kind != Kind::None)
     PTDP_CALL(
         cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
@@ -291,7 +294,7 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
   if (!plan.candidates.empty()) autotune(plan, key, a, b, d, beta);
   PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
                            &plan.algo, workspace_.get(), workspace_bytes_, stream_));
-  if (grads) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
+  if (scratch) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
 }
 
 void Gemm::linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,

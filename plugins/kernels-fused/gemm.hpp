@@ -60,7 +60,7 @@ class Gemm {
   // dW[out, in] += alpha * dy^T x, into the fp32 gradient (with accumulate false, dW = alpha *
   // dy^T x: beta 0, so what dW held is not read and may be anything); with dbias, also dbias[out]
   // += column sums of dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows; alpha
-  // must then be 1, as the epilogue sums dy unscaled).
+  // must then be 1, as the epilogue sums dy unscaled), or with accumulate false dbias = those sums.
   void linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in, int64_t out,
                               float* dbias = nullptr, float alpha = 1.0f, bool accumulate = true);
 

@@ -57,11 +57,10 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
 
   auto a = std::make_shared<Activations>();
+  // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
+  // copy as it reads it.
   const bf16* x = in.as<const bf16>();
-  if (save) {
-    a->x = backend_->keep_for_backward(x, size_t(tokens * h));
-    x = a->x.get();
-  }
+  if (save) a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
   a->xn = allocate_buffer<bf16>(arena, size_t(tokens * h));
   a->ln_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
   a->logits = allocate_buffer<bf16>(arena, size_t(tokens * vocab_rows_));
@@ -70,7 +69,7 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   backend_->upload().copy(a->targets.get(), targets.data, size_t(tokens) * sizeof(int32_t));
 
   layer_norm_forward(x, ln_weight_->master(), ln_bias_->master(), a->xn.get(), a->ln_stats.get(),
-                     a->ln_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+                     a->ln_stats.get() + tokens, tokens, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
   backend_->gemm().linear_forward(a->xn.get(), word_->working(), nullptr, a->logits.get(), tokens, h, vocab_rows_);
   float* stats = a->ce_stats.get();
   a->logits_hold_gradient = save && backend_->tp_size() == 1 && backend_->options().one_pass_cross_entropy;

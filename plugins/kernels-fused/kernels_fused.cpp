@@ -68,6 +68,7 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
     options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
     options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
     options_.fused_residual_layer_norm = context.config->get_bool("fused_residual_layer_norm");
+    options_.layer_norm_bias_grads = context.config->get_bool("layer_norm_bias_grads");
     options_.one_pass_cross_entropy = context.config->get_bool("one_pass_cross_entropy");
     options_.first_backward_writes_gradients = context.config->get_bool("first_backward_writes_gradients");
   } else {
@@ -100,7 +101,8 @@ void KernelsFused::bind(const KernelsBinding& binding) {
                                  (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
                                  (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +
                                  (options_.fused_layer_norm_backward ? "on" : "off") + ", residual add + LayerNorm " +
-                                 (options_.fused_residual_layer_norm ? "fused" : "unfused") + ", one-pass cross entropy " +
+                                 (options_.fused_residual_layer_norm ? "fused" : "unfused") + ", bias gradients in LayerNorm " +
+                                 (options_.layer_norm_bias_grads ? "on" : "off") + ", one-pass cross entropy " +
                                  (options_.one_pass_cross_entropy ? "on" : "off") +
                                  ", first backward writes the weight gradients " +
                                  (options_.first_backward_writes_gradients ? "on" : "off") + ", tensor-parallel rank " +

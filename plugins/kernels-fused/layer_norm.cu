@@ -17,16 +17,35 @@ constexpr int kWarpsPerBlock = kLayerNormWarpsPerBlock;
 template <int VEC>
 __global__ void layer_norm_forward_kernel(const bf16* __restrict__ x, const float* __restrict__ gamma,
                                           const float* __restrict__ beta, bf16* __restrict__ y,
-                                          float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows,
-                                          int64_t cols, float eps) {
+                                          bf16* __restrict__ copy, float* __restrict__ mean_out,
+                                          float* __restrict__ rstd_out, int64_t rows, int64_t cols, float eps) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
-  const RowStats stats = layer_norm_row<VEC>(x + r * cols, gamma, beta, y + r * cols, cols, eps, lane);
-  if (lane == 0) {
-    if (mean_out) mean_out[r] = stats.mean;
-    if (rstd_out) rstd_out[r] = stats.rstd;
+  const RowStats stats =
+      layer_norm_row<VEC>(x + r * cols, gamma, beta, y + r * cols, copy ? copy + r * cols : nullptr, cols, eps, lane);
+  store_row_stats(stats, r, lane, mean_out, rstd_out);
+}
+
+// The row held in registers (layer_norm_row.cuh): each lane issues all its loads of the row at once.
+template <int N>
+__global__ void layer_norm_forward_held_kernel(const bf16* __restrict__ x, const float* __restrict__ gamma,
+                                               const float* __restrict__ beta, bf16* __restrict__ y,
+                                               bf16* __restrict__ copy, float* __restrict__ mean_out,
+                                               float* __restrict__ rstd_out, int64_t rows, float eps) {
+  constexpr int64_t cols = 256 * N;
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (r >= rows) return;
+  HeldRow<N> row;
+#pragma unroll
+  for (int i = 0; i < N; ++i) row.raw[i] = *reinterpret_cast<const uint4*>(x + r * cols + lane * 8 + i * 256);
+  if (copy) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) *reinterpret_cast<uint4*>(copy + r * cols + lane * 8 + i * 256) = row.raw[i];
   }
+  const RowStats stats = layer_norm_held_row<N>(row, gamma, beta, y + r * cols, cols, eps, lane);
+  store_row_stats(stats, r, lane, mean_out, rstd_out);
 }
 
 template <int VEC>
@@ -102,69 +121,107 @@ __global__ void layer_norm_param_grad_kernel(const bf16* __restrict__ dy, const 
   store_vec<VEC>(partials + (int64_t(gridDim.y) + blockIdx.y) * cols + col, acc_beta);
 }
 
+// What layer_norm_backward reads and writes, as the one-launch kernel takes it.
+struct BackwardArgs {
+  const bf16* dy;
+  const bf16* x;
+  const float* gamma;
+  const float* mean;
+  const float* rstd;
+  const bf16* residual_grad;
+  bf16* dx;
+  float* dgamma;
+  float* dbeta;
+  float* residual_sum;
+  int64_t rows, cols;
+};
+
 // The whole backward in one launch. Each block takes a contiguous chunk of rows, one row at a
 // time across all its threads (thread t owns GROUPS vectors of VEC columns, the same ones in
 // every row, so its share of gamma stays in registers); it writes dx and keeps its columns'
-// dgamma and dbeta sums in registers. Every block then stores its sums, and after a grid-wide
-// barrier the grid adds them up column by column, in block order.
-template <int VEC, int GROUPS>
-__global__ void layer_norm_backward_fused_kernel(const bf16* dy, const bf16* __restrict__ x,
-                                                 const float* __restrict__ gamma, const float* __restrict__ mean,
-                                                 const float* __restrict__ rstd, const bf16* residual_grad, bf16* dx,
-                                                 float* __restrict__ dgamma, float* __restrict__ dbeta, int64_t rows,
-                                                 int64_t cols, float* __restrict__ partials) {
-  __shared__ float reduce[2][32];
+// dgamma and dbeta sums (and with RESIDUAL_SUM the residual gradient's) in registers. A thread
+// holds kDepth rows' x, dy, residual gradient, mean and rstd: while the block works on one row,
+// the loads of the next kDepth - 1 are in flight, so the row's barrier and sums do not leave the
+// memory idle. Every block then stores its sums, and after a grid-wide barrier the grid adds them
+// up column by column, in a fixed order.
+template <int VEC, int GROUPS, bool RESIDUAL_SUM>
+__global__ void layer_norm_backward_fused_kernel(BackwardArgs args, float* __restrict__ partials) {
+  constexpr int kSums = RESIDUAL_SUM ? 3 : 2;
+  // Three rows held fit the registers of two 256-thread blocks per multiprocessor; wider rows
+  // (two vectors a thread) hold two.
+  constexpr int kDepth = GROUPS == 1 ? 3 : 2;
+  // The per-warp sums of a row, two rows' worth: a row's sums are written while the threads that
+  // are behind may still read the previous row's, so one barrier per row suffices.
+  __shared__ float reduce[2][2][32];
+  const int64_t rows = args.rows, cols = args.cols;
+  const bf16* __restrict__ x = args.x;
+  const bf16* dy = args.dy;  // dx may be dy or the residual gradient
+  const bf16* residual_grad = args.residual_grad;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, warps = blockDim.x / 32;
   const int64_t per_block = (rows + gridDim.x - 1) / gridDim.x;
   const int64_t begin = int64_t(blockIdx.x) * per_block, end = min(rows, begin + per_block);
   int64_t col[GROUPS];
-  float g[GROUPS][VEC], acc_gamma[GROUPS][VEC] = {}, acc_beta[GROUPS][VEC] = {};
+  float g[GROUPS][VEC], acc[kSums][GROUPS][VEC] = {};
 #pragma unroll
   for (int q = 0; q < GROUPS; ++q) {
     col[q] = (int64_t(q) * blockDim.x + threadIdx.x) * VEC;
-    if (col[q] < cols) load_vec<VEC>(gamma + col[q], g[q]);
+    if (col[q] < cols) load_vec<VEC>(args.gamma + col[q], g[q]);
   }
-  for (int64_t r = begin; r < end; ++r) {
-    const float mu = mean[r], rs = rstd[r];
+  // This thread's elements of one row, as loaded, and the row's statistics.
+  struct Row {
+    Bf16Vec<VEC> x[GROUPS], dy[GROUPS], res[GROUPS];
+    float mean, rstd;
+  };
+  const auto load_row = [&](int64_t r, Row& row) {
+    row.mean = args.mean[r];
+    row.rstd = args.rstd[r];
+#pragma unroll
+    for (int q = 0; q < GROUPS; ++q) {
+      if (col[q] >= cols) continue;
+      row.x[q].load(x + r * cols + col[q]);
+      row.dy[q].load(dy + r * cols + col[q]);
+      if (residual_grad) row.res[q].load(residual_grad + r * cols + col[q]);
+    }
+  };
+  // One row: its dx, and its share of the column sums.
+  const auto backward_row = [&](int64_t r, const Row& row) {
+    const float mu = row.mean, rs = row.rstd;
     float xhat[GROUPS][VEC], d[GROUPS][VEC];
     float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma unroll
     for (int q = 0; q < GROUPS; ++q) {
       if (col[q] >= cols) continue;
-      load_vec<VEC>(x + r * cols + col[q], xhat[q]);
-      load_vec<VEC>(dy + r * cols + col[q], d[q]);
+      row.x[q].unpack(xhat[q]);
+      row.dy[q].unpack(d[q]);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         xhat[q][k] = (xhat[q][k] - mu) * rs;
         const float dg = d[q][k] * g[q][k];
         sum_g += dg;
         sum_gx += dg * xhat[q][k];
-        acc_gamma[q][k] += d[q][k] * xhat[q][k];
-        acc_beta[q][k] += d[q][k];
+        acc[0][q][k] += d[q][k] * xhat[q][k];
+        acc[1][q][k] += d[q][k];
       }
     }
-    // The row's two sums over the block: warps, then the first warp over the warps.
+    // The row's two sums over the block: each warp's, then every thread adds the warps' in order.
     sum_g = warp_sum(sum_g);
     sum_gx = warp_sum(sum_gx);
-    if (lane == 0) reduce[0][warp] = sum_g, reduce[1][warp] = sum_gx;
+    float(&sums)[2][32] = reduce[r & 1];
+    if (lane == 0) sums[0][warp] = sum_g, sums[1][warp] = sum_gx;
     __syncthreads();
-    if (warp == 0) {
-      sum_g = lane < warps ? reduce[0][lane] : 0.0f;
-      sum_gx = lane < warps ? reduce[1][lane] : 0.0f;
-      sum_g = warp_sum(sum_g);
-      sum_gx = warp_sum(sum_gx);
-      if (lane == 0) reduce[0][0] = sum_g, reduce[1][0] = sum_gx;
-    }
-    __syncthreads();
-    const float mean_g = reduce[0][0] / float(cols), mean_gx = reduce[1][0] / float(cols);
-    // Every thread has read its row before the sums are overwritten by the next row's.
-    __syncthreads();
+    sum_g = 0.0f, sum_gx = 0.0f;
+    for (int w = 0; w < warps; ++w) sum_g += sums[0][w], sum_gx += sums[1][w];
+    const float mean_g = sum_g / float(cols), mean_gx = sum_gx / float(cols);
 #pragma unroll
     for (int q = 0; q < GROUPS; ++q) {
       if (col[q] >= cols) continue;
       float out[VEC];
       if (residual_grad) {
-        load_vec<VEC>(residual_grad + r * cols + col[q], out);
+        row.res[q].unpack(out);
+        if constexpr (RESIDUAL_SUM) {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) acc[kSums - 1][q][k] += out[k];
+        }
       } else {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) out[k] = 0.0f;
@@ -172,35 +229,58 @@ __global__ void layer_norm_backward_fused_kernel(const bf16* dy, const bf16* __r
 #pragma unroll
       for (int k = 0; k < VEC; ++k) out[k] += rs * (d[q][k] * g[q][k] - mean_g - xhat[q][k] * mean_gx);
       // Only this thread read these elements of dy and residual_grad, so dx may be either.
-      store_vec<VEC>(dx + r * cols + col[q], out);
+      store_vec<VEC>(args.dx + r * cols + col[q], out);
     }
-  }
+  };
+  // held[i] holds rows begin + i, begin + i + kDepth, ...: the loop over i is unrolled, so each
+  // stays in registers.
+  Row held[kDepth];
 #pragma unroll
-  for (int q = 0; q < GROUPS; ++q) {
-    if (col[q] >= cols) continue;
-    store_vec<VEC>(partials + int64_t(blockIdx.x) * cols + col[q], acc_gamma[q]);
-    store_vec<VEC>(partials + (int64_t(gridDim.x) + blockIdx.x) * cols + col[q], acc_beta[q]);
-  }
-  cooperative_groups::this_grid().sync();
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
-    float sum_gamma = 0.0f, sum_beta = 0.0f;
-    for (unsigned b = 0; b < gridDim.x; ++b) {
-      sum_gamma += partials[int64_t(b) * cols + c];
-      sum_beta += partials[(int64_t(gridDim.x) + b) * cols + c];
+  for (int i = 0; i < kDepth; ++i)
+    if (begin + i < end) load_row(begin + i, held[i]);
+  for (int64_t r0 = begin; r0 < end; r0 += kDepth) {
+#pragma unroll
+    for (int i = 0; i < kDepth; ++i) {
+      const int64_t r = r0 + i;
+      if (r >= end) break;
+      backward_row(r, held[i]);
+      if (r + kDepth < end) load_row(r + kDepth, held[i]);
     }
-    dgamma[c] += sum_gamma;
-    dbeta[c] += sum_beta;
+  }
+  // partials: [kSums][blocks][cols].
+#pragma unroll
+  for (int s = 0; s < kSums; ++s)
+#pragma unroll
+    for (int q = 0; q < GROUPS; ++q)
+      if (col[q] < cols) store_vec<VEC>(partials + (int64_t(s) * gridDim.x + blockIdx.x) * cols + col[q], acc[s][q]);
+  cooperative_groups::this_grid().sync();
+  // The sums over blocks, 32 columns of one sum per block at a time: lane l takes column l of the
+  // tile, warp w the blocks w, w + warps, ...; then the first warp adds the warps' sums.
+  __shared__ float tile_sums[32][32];
+  float* const targets[3] = {args.dgamma, args.dbeta, args.residual_sum};
+  const int64_t tiles = (cols + 31) / 32;
+  for (int64_t t = blockIdx.x; t < kSums * tiles; t += gridDim.x) {
+    const int64_t s = t / tiles, c = (t % tiles) * 32 + lane;
+    const float* column = partials + (s * gridDim.x + warp) * cols + c;
+    const int64_t terms = warp < int(gridDim.x) ? (int64_t(gridDim.x) - warp + warps - 1) / warps : 0;
+    tile_sums[warp][lane] = c < cols ? strided_sum(column, terms, int64_t(warps) * cols) : 0.0f;
+    __syncthreads();
+    if (warp == 0 && c < cols) {
+      float total = 0.0f;
+      for (int w = 0; w < warps; ++w) total += tile_sums[w][lane];
+      targets[s][c] += total;
+    }
+    __syncthreads();
   }
 }
 
 // Launches the one-kernel backward; false when this device or width cannot take it.
-template <int VEC, int GROUPS>
-bool launch_fused_backward(const bf16* dy, const bf16* x, const float* gamma, const float* mean, const float* rstd,
-                           const bf16* residual_grad, bf16* dx, float* dgamma, float* dbeta, int64_t rows,
-                           int64_t cols, const KernelContext& ctx) {
-  const int64_t vectors = cols / VEC;
+template <int VEC, int GROUPS, bool RESIDUAL_SUM>
+bool launch_fused_backward(const BackwardArgs& args, const KernelContext& ctx) {
+  constexpr int kSums = RESIDUAL_SUM ? 3 : 2;
+  const int64_t vectors = args.cols / VEC;
   const int threads = int(std::min<int64_t>(1024, (vectors + GROUPS - 1) / GROUPS + 31) / 32 * 32);
-  auto kernel = layer_norm_backward_fused_kernel<VEC, GROUPS>;
+  auto kernel = layer_norm_backward_fused_kernel<VEC, GROUPS, RESIDUAL_SUM>;
   int device = 0, cooperative = 0, per_sm = 0;
   PTDP_CALL(cudaGetDevice(&device));
   PTDP_CALL(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
@@ -208,55 +288,64 @@ bool launch_fused_backward(const bf16* dy, const bf16* x, const float* gamma, co
   if (!cooperative || per_sm < 1) return false;
   // Every block must be resident for the barrier; a few per multiprocessor hide the latency of
   // the per-row sums, more would only add partial sums to add up.
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(rows, int64_t(ctx.sm_count) * std::min(per_sm, 4)));
-  auto partials = allocate_buffer<float>(*ctx.arena, size_t(2) * size_t(blocks) * size_t(cols));
+  const int64_t blocks =
+      std::max<int64_t>(1, std::min<int64_t>(args.rows, int64_t(ctx.sm_count) * std::min(per_sm, 4)));
+  auto partials = allocate_buffer<float>(*ctx.arena, size_t(kSums) * size_t(blocks) * size_t(args.cols));
+  BackwardArgs kernel_args = args;
   float* partial_sums = partials.get();
-  void* args[] = {&dy, &x, &gamma, &mean, &rstd, &residual_grad, &dx, &dgamma, &dbeta, &rows, &cols, &partial_sums};
+  void* launch_args[] = {&kernel_args, &partial_sums};
   PTDP_CALL(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(unsigned(blocks)),
-                                        dim3(unsigned(threads)), args, 0, ctx.stream));
+                                        dim3(unsigned(threads)), launch_args, 0, ctx.stream));
   return true;
 }
 
-bool fused_backward(const bf16* dy, const bf16* x, const float* gamma, const float* mean, const float* rstd,
-                    const bf16* residual_grad, bf16* dx, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
-                    const KernelContext& ctx) {
-  const int vec = row_vector_width(cols);
-  const int64_t vectors = cols / vec;
-  if (vec == 8 && vectors <= 1024)
-    return launch_fused_backward<8, 1>(dy, x, gamma, mean, rstd, residual_grad, dx, dgamma, dbeta, rows, cols, ctx);
-  if (vec == 8 && vectors <= 2048)
-    return launch_fused_backward<8, 2>(dy, x, gamma, mean, rstd, residual_grad, dx, dgamma, dbeta, rows, cols, ctx);
-  if (vec == 1 && vectors <= 1024)
-    return launch_fused_backward<1, 1>(dy, x, gamma, mean, rstd, residual_grad, dx, dgamma, dbeta, rows, cols, ctx);
-  if (vec == 1 && vectors <= 2048)
-    return launch_fused_backward<1, 2>(dy, x, gamma, mean, rstd, residual_grad, dx, dgamma, dbeta, rows, cols, ctx);
+template <int VEC, int GROUPS>
+bool launch_fused_backward(const BackwardArgs& args, const KernelContext& ctx) {
+  if (args.residual_sum) return launch_fused_backward<VEC, GROUPS, true>(args, ctx);
+  return launch_fused_backward<VEC, GROUPS, false>(args, ctx);
+}
+
+bool fused_backward(const BackwardArgs& args, const KernelContext& ctx) {
+  const int vec = row_vector_width(args.cols);
+  const int64_t vectors = args.cols / vec;
+  if (vec == 8 && vectors <= 1024) return launch_fused_backward<8, 1>(args, ctx);
+  if (vec == 8 && vectors <= 2048) return launch_fused_backward<8, 2>(args, ctx);
+  if (vec == 1 && vectors <= 1024) return launch_fused_backward<1, 1>(args, ctx);
+  if (vec == 1 && vectors <= 2048) return launch_fused_backward<1, 2>(args, ctx);
   return false;
 }
 
 }  // namespace
 
 void layer_norm_forward(const bf16* x, const float* gamma, const float* beta, bf16* y, float* mean, float* rstd,
-                        int64_t rows, int64_t cols, float eps, const KernelContext& ctx) {
+                        int64_t rows, int64_t cols, float eps, const KernelContext& ctx, bf16* copy) {
   if (rows == 0 || cols == 0) return;
   const unsigned blocks = blocks_for(rows, kWarpsPerBlock);
-  if (row_vector_width(cols) == 8)
-    layer_norm_forward_kernel<8><<<blocks, kWarpsPerBlock * 32, 0, ctx.stream>>>(x, gamma, beta, y, mean, rstd, rows,
-                                                                                 cols, eps);
-  else
-    layer_norm_forward_kernel<1><<<blocks, kWarpsPerBlock * 32, 0, ctx.stream>>>(x, gamma, beta, y, mean, rstd, rows,
-                                                                                 cols, eps);
+  const int threads = kWarpsPerBlock * 32;
+  const bool held = dispatch_held_row(cols, [&](auto n) {
+    layer_norm_forward_held_kernel<decltype(n)::value>
+        <<<blocks, threads, 0, ctx.stream>>>(x, gamma, beta, y, copy, mean, rstd, rows, eps);
+  });
+  if (!held && row_vector_width(cols) == 8)
+    layer_norm_forward_kernel<8><<<blocks, threads, 0, ctx.stream>>>(x, gamma, beta, y, copy, mean, rstd, rows, cols,
+                                                                     eps);
+  else if (!held)
+    layer_norm_forward_kernel<1><<<blocks, threads, 0, ctx.stream>>>(x, gamma, beta, y, copy, mean, rstd, rows, cols,
+                                                                     eps);
   PTDP_LAUNCH_CHECK(layer_norm_forward_kernel);
 }
 
 void layer_norm_backward(const bf16* dy, const bf16* x, const float* gamma, const float* mean, const float* rstd,
                          const bf16* residual_grad, bf16* dx, float* dgamma, float* dbeta, int64_t rows,
-                         int64_t cols, const KernelContext& ctx) {
+                         int64_t cols, const KernelContext& ctx, float* residual_sum) {
   if (rows == 0 || cols == 0) return;
+  if (!residual_grad) residual_sum = nullptr;
   if (ctx.fused_layer_norm_backward &&
-      fused_backward(dy, x, gamma, mean, rstd, residual_grad, dx, dgamma, dbeta, rows, cols, ctx))
+      fused_backward({dy, x, gamma, mean, rstd, residual_grad, dx, dgamma, dbeta, residual_sum, rows, cols}, ctx))
     return;
   const int vec = row_vector_width(cols);
-  // Parameter gradients first: dx may overwrite dy.
+  // Parameter gradients and the residual's sums first: dx may overwrite dy or residual_grad.
+  if (residual_sum) column_sum_accumulate(residual_grad, rows, cols, residual_sum, ctx);
   const ColumnTiling t = plan_column_tiling(rows, cols, vec, ctx.sm_count);
   auto partials = allocate_buffer<float>(*ctx.arena, size_t(2) * t.chunks() * cols);
   if (vec == 8)

@@ -23,13 +23,16 @@ const ptdp::ConfigKeySpec kSchema[] = {
      "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU in the FC2 input-gradient "
      "GEMM's (DGELU); false: the fused bias + GeLU kernels"},
     {"bias_grad_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
-     "bias gradients summed in the weight-gradient GEMMs' epilogues (BGRADB): QKV's, and without dropout the "
-     "projection's and FC2's; false: column-sum kernels"},
+     "bias gradients summed in the weight-gradient GEMMs' epilogues (BGRADB): QKV's, FC1's under gelu_epilogue, and "
+     "without dropout the projection's and FC2's unless layer_norm_bias_grads sums them; false: column-sum kernels"},
     {"fused_layer_norm_backward", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "LayerNorm's backward in one cooperative launch that reads its inputs once; false: column sums and the input "
      "gradient in separate launches"},
     {"fused_residual_layer_norm", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "the attention half's bias + dropout + residual add and the MLP half's LayerNorm in one kernel; false: two"},
+    {"layer_norm_bias_grads", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "without dropout, the projection's and FC2's bias gradients summed by the LayerNorm backward kernels that read "
+     "those gradients as their residual input; false: as bias_grad_epilogue says"},
     // Off by default: on the H200 none of its three kernels was faster than the two passes
     // (BENCHMARKS.md, 2026-12-02 night).
     {"one_pass_cross_entropy", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,

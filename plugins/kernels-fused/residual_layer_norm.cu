@@ -20,20 +20,52 @@ __global__ void bias_dropout_add_layer_norm_kernel(const bf16* x, const float* _
   if (r >= rows) return;
   for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC)
     bias_dropout_add_vector<VEC, DROPOUT>(x, bias, residual, out, r, c, cols, dropout);
-  const RowStats stats = layer_norm_row<VEC>(out + r * cols, gamma, beta, y + r * cols, cols, eps, lane);
-  if (lane == 0) {
-    if (mean_out) mean_out[r] = stats.mean;
-    if (rstd_out) rstd_out[r] = stats.rstd;
-  }
+  const RowStats stats = layer_norm_row<VEC>(out + r * cols, gamma, beta, y + r * cols, nullptr, cols, eps, lane);
+  store_row_stats(stats, r, lane, mean_out, rstd_out);
 }
 
-template <int VEC, bool DROPOUT>
+// The row held in registers (layer_norm_row.cuh): the sum is rounded to bf16 as it is written, and
+// normalized from those registers.
+template <int N, bool DROPOUT>
+__global__ void bias_dropout_add_layer_norm_held_kernel(const bf16* x, const float* __restrict__ bias,
+                                                        const bf16* residual, bf16* out,
+                                                        const float* __restrict__ gamma,
+                                                        const float* __restrict__ beta, bf16* __restrict__ y,
+                                                        float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                                        int64_t rows, float eps, DropoutSite dropout) {
+  constexpr int64_t cols = 256 * N;
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(blockIdx.x) * kLayerNormWarpsPerBlock + threadIdx.x / 32;
+  if (r >= rows) return;
+  HeldRow<N> row;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int64_t c = int64_t(lane) * 8 + int64_t(i) * 256;
+    float v[8];
+    bias_dropout_add_values<8, DROPOUT>(x, bias, residual, r, c, cols, dropout, v);
+    row.raw[i] = pack_bf16x8(v);
+    *reinterpret_cast<uint4*>(out + r * cols + c) = row.raw[i];
+  }
+  const RowStats stats = layer_norm_held_row<N>(row, gamma, beta, y + r * cols, cols, eps, lane);
+  store_row_stats(stats, r, lane, mean_out, rstd_out);
+}
+
+template <bool DROPOUT>
 void launch(const bf16* x, const float* bias, const bf16* residual, bf16* out, const float* gamma, const float* beta,
             bf16* y, float* mean, float* rstd, int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
             const KernelContext& ctx) {
-  bias_dropout_add_layer_norm_kernel<VEC, DROPOUT>
-      <<<blocks_for(rows, kLayerNormWarpsPerBlock), kLayerNormWarpsPerBlock * 32, 0, ctx.stream>>>(
-          x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout);
+  const unsigned blocks = blocks_for(rows, kLayerNormWarpsPerBlock);
+  const int threads = kLayerNormWarpsPerBlock * 32;
+  const bool held = dispatch_held_row(cols, [&](auto n) {
+    bias_dropout_add_layer_norm_held_kernel<decltype(n)::value, DROPOUT><<<blocks, threads, 0, ctx.stream>>>(
+        x, bias, residual, out, gamma, beta, y, mean, rstd, rows, eps, dropout);
+  });
+  if (!held && row_vector_width(cols) == 8)
+    bias_dropout_add_layer_norm_kernel<8, DROPOUT><<<blocks, threads, 0, ctx.stream>>>(
+        x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout);
+  else if (!held)
+    bias_dropout_add_layer_norm_kernel<1, DROPOUT><<<blocks, threads, 0, ctx.stream>>>(
+        x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout);
   PTDP_LAUNCH_CHECK(bias_dropout_add_layer_norm_kernel);
 }
 
@@ -44,14 +76,10 @@ void bias_dropout_add_layer_norm_forward(const bf16* x, const float* bias, const
                                          int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
                                          const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
-  const bool vec8 = row_vector_width(cols) == 8;
-  if (dropout.active()) {
-    if (vec8) launch<8, true>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
-    else launch<1, true>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
-  } else {
-    if (vec8) launch<8, false>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
-    else launch<1, false>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
-  }
+  if (dropout.active())
+    launch<true>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
+  else
+    launch<false>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
 }
 
 }  // namespace ptdp::fused

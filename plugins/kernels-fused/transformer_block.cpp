@@ -68,11 +68,10 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
 
   auto a = std::make_shared<Activations>();
+  // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
+  // copy as it reads it. Until `out` is written, the block reads `in` itself.
   const bf16* x = in.as<const bf16>();
-  if (save) {
-    a->x = backend_->keep_for_backward(x, size_t(tokens * h));
-    x = a->x.get();
-  }
+  if (save) a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
   a->ln1 = allocate_buffer<bf16>(arena, size_t(tokens * h));
   a->ln1_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
   a->qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
@@ -86,7 +85,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
 
   // Attention half.
   layer_norm_forward(x, ln1_weight_->master(), ln1_bias_->master(), a->ln1.get(), a->ln1_stats.get(),
-                     a->ln1_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+                     a->ln1_stats.get() + tokens, tokens, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
   gemm.linear_forward(a->ln1.get(), qkv_weight_->working(), qkv_bias_->working(), a->qkv.get(), tokens, h,
                       3 * width_);
   a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
@@ -168,7 +167,7 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
   layer_norm_backward(d_ln.get(), a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + tokens,
-                      dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k);
+                      dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k, mlp.layer_norm_sum);
   d_ffn = {};
 
   // Attention half: h = x + dropout(proj(ctx) + b).
@@ -189,7 +188,8 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
   // din is written last, so it may be the same memory as dout.
   layer_norm_backward(d_ln.get(), a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + tokens,
-                      d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k);
+                      d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k,
+                      attn.layer_norm_sum);
 }
 
 bool FusedTransformerBlock::start_gradients(const MicroBatch& mb) {
@@ -216,12 +216,14 @@ FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(con
   const KernelContext& k = backend_->kernel_context();
   if (dropout.active()) {
     bias_dropout_add_backward(dout, scratch, bias.grad(), tokens, m.hidden, dropout, k);
-    return {scratch, nullptr};
+    return {scratch, nullptr, nullptr};
   }
-  // Without dropout the branch's gradient is dout itself: nothing to copy.
-  if (backend_->options().bias_grad_epilogue) return {dout, bias.grad()};
+  // Without dropout the branch's gradient is dout itself: nothing to copy, and its column sums
+  // are the bias gradient.
+  if (backend_->options().layer_norm_bias_grads) return {dout, nullptr, bias.grad()};
+  if (backend_->options().bias_grad_epilogue) return {dout, bias.grad(), nullptr};
   column_sum_accumulate(dout, tokens, m.hidden, bias.grad(), k);
-  return {dout, nullptr};
+  return {dout, nullptr, nullptr};
 }
 
 void FusedTransformerBlock::release(int slot) { saved_.release(slot); }

@@ -25,11 +25,13 @@ class FusedTransformerBlock final : public TransformerBlock {
  private:
   struct Activations;
   // The gradient of a row-parallel GEMM's output, from that of out = residual + dropout(y + bias),
-  // and the bias gradient the weight-gradient GEMM is to sum in its epilogue (null when it is
+  // and where the bias gradient is still to be summed: by the weight-gradient GEMM's epilogue, or
+  // by the LayerNorm backward that reads dout as its residual gradient (both null when it is
   // summed already).
   struct BranchGradient {
     const bf16* grad;
     float* bias_grad;
+    float* layer_norm_sum;
   };
   // Readies the parameters' gradients for this backward; returns whether the weight-gradient
   // GEMMs add to theirs (false on the step's first backward, MicroBatch::first_gradient, when

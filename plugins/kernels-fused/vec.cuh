@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ptdp::fused {
 
@@ -98,10 +99,49 @@ __device__ __forceinline__ void store_vec(float* __restrict__ p, const float (&v
   }
 }
 
+// N bf16 as loaded (one 16-byte load when N is a multiple of 8), kept packed in registers until
+// they are used.
+template <int N>
+struct Bf16Vec {
+  static_assert(N == 1 || N % 8 == 0, "Bf16Vec holds 1 or a multiple of 8 elements");
+  static constexpr int kWords = N == 1 ? 1 : N / 8;
+  using Word = std::conditional_t<N == 1, __nv_bfloat16, uint4>;
+  Word word[kWords];
+  __device__ __forceinline__ void load(const __nv_bfloat16* p) {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) word[i] = reinterpret_cast<const Word*>(p)[i];
+  }
+  __device__ __forceinline__ void unpack(float (&v)[N]) const {
+    if constexpr (N == 1) {
+      v[0] = __bfloat162float(word[0]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) unpack_bf16x8(word[i], v + 8 * i);
+    }
+  }
+};
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
+}
+
+// p[0] + p[stride] + ... + p[(count - 1) * stride], added in that order, with eight loads in
+// flight at a time: a sum over partial results must not wait out one memory latency per term.
+__device__ __forceinline__ float strided_sum(const float* __restrict__ p, int64_t count, int64_t stride) {
+  constexpr int kInFlight = 8;
+  float sum = 0.0f;
+  int64_t i = 0;
+  for (; i + kInFlight <= count; i += kInFlight) {
+    float v[kInFlight];
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) v[j] = p[(i + j) * stride];
+#pragma unroll
+    for (int j = 0; j < kInFlight; ++j) sum += v[j];
+  }
+  for (; i < count; ++i) sum += p[i * stride];
+  return sum;
 }
 
 __device__ __forceinline__ float warp_max(float v) {

@@ -26,14 +26,16 @@
 #   largest  the largest model that trains, with and without full recomputation
 #   fusions  ptdp-host ab on the 1.3B model: kernels-fused's fusion options all on against all off
 #   fusions-each  ptdp-host ab of each kernels-fused fusion alone against none
-#   first-gradient  ptdp-host ab of first_backward_writes_gradients on against off, B=4 and 32
+#   option   ptdp-host ab of the kernels-fused option OPTION (a bool) off against on, B=4 and 32
+#   first-gradient  the same for OPTION=first_backward_writes_gradients
 #   gemm     ptdp-host ab on the 1.3B model: kernels-fused's GEMM autotuning and its GeLU epilogues,
 #            each alone and both, against neither; the algorithms autotuning picked and what they saved
 #   gemm-profile  the settings of `gemm`, each under --profile twice: GEMM, bias + GeLU and idle ms a step
 #   adam-bandwidth  kernels-fused's Adam over half the 1.3B model's parameters against cudaMemcpy
 #            between device buffers: the device's own ceiling for streaming DRAM traffic
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
-#            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz)
+#            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz); PROFILE_SET
+#            ("KEY=VALUE ...") sets manifest keys for both runs
 # Prints a short table ($RESULTS/table.txt); logs and JSON are packed into $RESULTS/logs.tgz
 # ($RESULTS: $OUT when set, else ./gpu-out).
 set -uo pipefail
@@ -49,9 +51,10 @@ HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every
 # fusion on, flash attention), with GEMM autotuning, with every fusion and autotuning off, and
 # the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
+             --set plugins.options.kernels.layer_norm_bias_grads=false
              --set plugins.options.kernels.one_pass_cross_entropy=false --set plugins.options.kernels.first_backward_writes_gradients=false)
 parts=${*:-tests conformance losses layouts layouts-1.3b bench}
 table=$OUT/table.txt
@@ -403,24 +406,27 @@ fusions-each)
   k=plugins.options.kernels
   "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fusions-each" \
     --set $k.gelu_epilogue=false --set $k.bias_grad_epilogue=false --set $k.fused_layer_norm_backward=false \
-    --set $k.fused_residual_layer_norm=false --set $k.one_pass_cross_entropy=false --set $k.first_backward_writes_gradients=false \
+    --set $k.fused_residual_layer_norm=false --set $k.layer_norm_bias_grads=false --set $k.one_pass_cross_entropy=false --set $k.first_backward_writes_gradients=false \
     --arm none --arm gelu_epilogue --set $k.gelu_epilogue=true --arm bias_grad_epilogue --set $k.bias_grad_epilogue=true \
     --arm fused_layer_norm_backward --set $k.fused_layer_norm_backward=true \
     --arm fused_residual_layer_norm --set $k.fused_residual_layer_norm=true \
+    --arm layer_norm_bias_grads --set $k.layer_norm_bias_grads=true \
     --arm one_pass_cross_entropy --set $k.one_pass_cross_entropy=true \
     --arm first_backward_writes_gradients --set $k.first_backward_writes_gradients=true > "$OUT/ab-fusions-each.log" 2>&1
   row "ab: each fusion alone vs none, 1.3B b=4" "exit $?"
   ab_report ab-fusions-each
   ;;
-first-gradient)
-  # The step's first backward writing the weight gradients (beta 0) against zeroing them and
-  # adding (first_backward_writes_gradients), in one ptdp-host ab, at global batch 4 and 32.
+option|first-gradient)
+  # One kernels-fused option off against on, in one ptdp-host ab, at global batch 4 and 32.
+  option=${OPTION:-}
+  [ "$part" = first-gradient ] && option=first_backward_writes_gradients
+  if [ -z "$option" ]; then row "option" "OPTION=NAME names the kernels-fused option"; continue; fi
   for global in 4 32; do
     "$HOST" ab examples/gpt-1gpu.toml --set parallel.global_batch=$global --rounds "${AB_ROUNDS:-4}" --steps 10 --warmup 3 \
-      --out "$OUT/ab-first-gradient-B$global" --arm zeroed --set plugins.options.kernels.first_backward_writes_gradients=false \
-      --arm written > "$OUT/ab-first-gradient-B$global.log" 2>&1
-    row "ab: first backward writes gradients, B=$global" "exit $?"
-    ab_report ab-first-gradient-B$global
+      --out "$OUT/ab-$option-B$global" --arm off --set "plugins.options.kernels.$option=false" \
+      --arm on --set "plugins.options.kernels.$option=true" > "$OUT/ab-$option-B$global.log" 2>&1
+    row "ab: $option off vs on, B=$global" "exit $?"
+    ab_report "ab-$option-B$global"
   done
   ;;
 gemm)
@@ -465,11 +471,14 @@ adam-bandwidth)
   ;;
 profile)
   # The table from 3 profiled steps; the trace (host ops beside the GPU streams) from one more run.
-  RUN_LIMIT_S=300 timed_run profile examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 --profile --trace-steps 3
-  row "profile: 1.3B b=4, steps 2-4" "exit $?, table below"
+  sets=()
+  for kv in ${PROFILE_SET:-}; do sets+=(--set "$kv"); done
+  RUN_LIMIT_S=300 timed_run profile examples/gpt-1gpu.toml --set run.steps=5 --set run.log_every=5 --profile --trace-steps 3 \
+    "${sets[@]}"
+  row "profile: 1.3B b=4, steps 2-4 ${PROFILE_SET:-}" "exit $?, table below"
   sed -n '/profile of rank/,/summed over streams/p' "$OUT/profile.log" | tee -a "$table"
   RUN_LIMIT_S=300 timed_run profile-trace examples/gpt-1gpu.toml --set run.steps=3 --profile --trace "$OUT/profile-trace.json" \
-    --trace-steps 1
+    --trace-steps 1 "${sets[@]}"
   row "profile: trace with GPU stream tracks" "exit $?"
   [ -f "$OUT/profile-trace.json" ] && gzip -c "$OUT/profile-trace.json" > "$RESULTS/profile-trace.json.gz"
   ;;

@@ -149,27 +149,33 @@ void check_residual_layer_norm(Checks& checks, TestDevice& dev, int s, int b, in
 }
 
 // Backward both ways: one cooperative launch (fused_layer_norm_backward) and separate launches;
-// the residual gradient is added in place, as the blocks call it.
-void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols, bool fused) {
-  const std::string shape = std::string(" ") + shape_name({rows, cols}) + (fused ? " one launch" : " split");
+// the residual gradient is added in place, as the blocks call it, and with residual_sum its
+// column sums are added to an accumulator (a bias gradient).
+void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols, bool fused, bool residual_sum) {
+  const std::string shape = std::string(" ") + shape_name({rows, cols}) + (fused ? " one launch" : " split") +
+                            (residual_sum ? " with residual sums" : "");
   KernelContext ctx = dev.ctx;
   ctx.fused_layer_norm_backward = fused;
   const size_t n = size_t(rows * cols);
   const float eps = 1e-5f;
   auto x = random_bf16_values(n, -2.0f, 3.0f), dy = random_bf16_values(n), res = random_bf16_values(n);
   auto gamma = random_values(size_t(cols), 0.5f, 1.5f), beta = random_values(size_t(cols), -0.5f, 0.5f);
-  auto dgamma0 = random_values(size_t(cols)), dbeta0 = random_values(size_t(cols));
-  DeviceArray<uint16_t> d_x(to_bf16(x)), d_y(n), d_dy(to_bf16(dy)), d_res(to_bf16(res));
+  auto dgamma0 = random_values(size_t(cols)), dbeta0 = random_values(size_t(cols)), dres0 = random_values(size_t(cols));
+  DeviceArray<uint16_t> d_x(to_bf16(x)), d_y(n), d_copy(n), d_dy(to_bf16(dy)), d_res(to_bf16(res));
   DeviceArray<float> d_gamma(gamma), d_beta(beta), d_mean(static_cast<size_t>(rows)), d_rstd(static_cast<size_t>(rows)), d_dgamma(dgamma0),
-      d_dbeta(dbeta0);
+      d_dbeta(dbeta0), d_dres(dres0);
   d_y.poison();
+  d_copy.poison();
   layer_norm_forward(bf(d_x), d_gamma.get(), d_beta.get(), bf(d_y), d_mean.get(), d_rstd.get(), rows, cols, eps,
-                     ctx);
+                     ctx, bf(d_copy));
+  checks.record("layer_norm forward copy of its input" + shape, d_copy.download() == to_bf16(x),
+                "the copy differs from the input");
   layer_norm_backward(bf(d_dy), bf(d_x), d_gamma.get(), d_mean.get(), d_rstd.get(), bf(d_res), bf(d_res),
-                      d_dgamma.get(), d_dbeta.get(), rows, cols, ctx);
+                      d_dgamma.get(), d_dbeta.get(), rows, cols, ctx, residual_sum ? d_dres.get() : nullptr);
 
   std::vector<double> y(n), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows)), dx(n);
-  std::vector<double> dg(dgamma0.begin(), dgamma0.end()), dbt(dbeta0.begin(), dbeta0.end());
+  std::vector<double> dg(dgamma0.begin(), dgamma0.end()), dbt(dbeta0.begin(), dbeta0.end()),
+      dres(dres0.begin(), dres0.end());
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = &x[size_t(r * cols)];
     double mu = 0, var = 0;
@@ -188,6 +194,7 @@ void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t col
       sum_gx += dy[i] * gamma[size_t(c)] * xhat;
       dg[size_t(c)] += dy[i] * xhat;
       dbt[size_t(c)] += dy[i];
+      if (residual_sum) dres[size_t(c)] += res[i];
     }
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = size_t(r * cols + c);
@@ -201,6 +208,8 @@ void check_layer_norm(Checks& checks, TestDevice& dev, int64_t rows, int64_t col
   checks.close("layer_norm backward dx" + shape, widen(d_res.download()), dx, kBf16Output);
   checks.close("layer_norm backward dgamma" + shape, widen(d_dgamma.download()), dg, kFp32);
   checks.close("layer_norm backward dbeta" + shape, widen(d_dbeta.download()), dbt, kFp32);
+  // Without residual_sum the accumulator must not be touched.
+  checks.close("layer_norm backward residual sums" + shape, widen(d_dres.download()), dres, kFp32);
 }
 
 // Row softmax of scale * scores over the visible keys, in fp64; backward from the given probs.
@@ -670,12 +679,14 @@ void run_kernel_checks(Checks& checks) {
     checks.run("residual layer_norm", [&] { check_residual_layer_norm(checks, dev, 13, 3, 100, p); });
     checks.run("residual layer_norm", [&] { check_residual_layer_norm(checks, dev, 512, 2, 2048, p); });
   }
-  // Widths for every path of the one-launch backward (8- and 1-wide vectors, one and two per
-  // thread), and more rows than resident blocks.
+  // Widths for every path of the forward (rows held in registers, 1 to 16 vectors a lane, or read
+  // in a loop) and of the one-launch backward (8- and 1-wide vectors, one and two per thread),
+  // and more rows than resident blocks.
   for (auto [r, c] : {std::pair<int64_t, int64_t>{16, 64}, {37, 100}, {64, 2048}, {3, 4104}, {5, 7}, {40, 12288},
-                      {9, 1500}, {2000, 1024}})
+                      {9, 1500}, {2000, 1024}, {7, 256}, {11, 768}, {6, 4096}})
     for (bool fused : {true, false})
-      checks.run("layer_norm", [&, fused] { check_layer_norm(checks, dev, r, c, fused); });
+      for (bool residual_sum : {false, true})
+        checks.run("layer_norm", [&, fused, residual_sum] { check_layer_norm(checks, dev, r, c, fused, residual_sum); });
   for (auto [m, s] : {std::pair<int64_t, int>{6, 64}, {4, 37}, {2, 1000}, {3, 256}, {1, 4104}})
     checks.run("causal softmax", [&] { check_causal_softmax(checks, dev, m, s); });
   checks.run("masked softmax", [&] { check_masked_softmax(checks, dev, 2, 3, 16, 40); });
@@ -698,8 +709,11 @@ void run_kernel_checks(Checks& checks) {
     for (bool autotune : {false, true})
       checks.run("gemm epilogues", [&, r = r, i = i, o = o] { check_gemm_epilogues(checks, dev, r, i, o, autotune); });
   checks.run("gemm GeLU epilogue formula", [&] { check_gelu_epilogue_formula(checks, dev); });
-  checks.run("column sum", [&] { check_column_sum(checks, dev, 300, 192); });
-  checks.run("column sum", [&] { check_column_sum(checks, dev, 17, 30); });
+  // Tails of every kind: rows not a multiple of the warps' stride, fewer rows than warps, a last
+  // column tile part full, 1-wide vectors, and the bias shapes of the 1.3B model's blocks.
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{300, 192}, {17, 30}, {5, 7}, {129, 8200}, {1000, 6144},
+                      {4096, 2048}, {2051, 8192}})
+    checks.run("column sum", [&] { check_column_sum(checks, dev, r, c); });
   checks.run("adam and grad norm", [&] { check_adam_and_norm(checks, dev); });
 }
 
