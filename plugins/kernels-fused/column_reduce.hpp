@@ -2,8 +2,9 @@
 // Column sums without atomics, for bias, LayerNorm and embedding gradients. A kernel that walks a
 // [rows, cols] matrix is launched on a 2-D grid: blockIdx.x picks a tile of columns (one vector
 // of columns per thread), blockIdx.y a chunk of rows; each thread sums its columns over its chunk
-// and writes one partial row. finish_column_sums then adds the partials, in a fixed order, to an
-// fp32 accumulator, so the result is the same on every run.
+// and writes one partial row (column_sum_accumulate's own kernel splits a block's rows among its
+// warps and adds their sums in order). finish_column_sums then adds the partials, in a fixed
+// order, to an fp32 accumulator, so the result is the same on every run.
 #include <cstdint>
 
 #include "kernel_context.hpp"
