@@ -9,6 +9,10 @@ namespace ptdp {
 
 namespace {
 
+// How many kernels the table names one by one: enough to reach the elementwise kernels of a
+// transformer step past its GEMM variants.
+constexpr size_t kTopKernels = 15;
+
 // [start, end) of `a` that lies inside the windows, as pieces.
 std::vector<std::pair<double, double>> clipped(const DeviceActivity& a, const std::vector<ProfileWindow>& windows) {
   std::vector<std::pair<double, double>> pieces;
@@ -37,14 +41,14 @@ double union_length(std::vector<std::pair<double, double>> intervals) {
 }
 
 // An activity as the idle breakdown names it: its class and the start of its name.
-std::string short_name(const DeviceActivity& a) {
+std::string short_name(const DeviceActivity& a, size_t max_length = 48) {
   // "void ns::(anonymous namespace)::layer_norm_forward_kernel<8>(float*)" -> "layer_norm_forward_kernel"
   std::string name = a.name;
   if (name.rfind("void ", 0) == 0) name = name.substr(5);
   for (size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
   name = name.substr(0, name.find_first_of("<("));
   if (const size_t scope = name.rfind("::"); scope != std::string::npos) name = name.substr(scope + 2);
-  if (name.size() > 48) name = name.substr(0, 48);
+  if (name.size() > max_length) name = name.substr(0, max_length);
   return fmt::format("{} ({})", name, kernel_class_name(classify(a)));
 }
 
@@ -109,6 +113,7 @@ ProfileReport build_profile_report(const std::vector<DeviceActivity>& activities
   std::vector<double> bytes(kKernelClassCount, 0.0);
   std::vector<std::pair<double, double>> all;
   std::map<std::string, double> other;
+  std::map<std::string, KernelTotal> by_name;
   for (const DeviceActivity& a : activities) {
     const auto pieces = clipped(a, windows);
     if (pieces.empty()) continue;
@@ -121,6 +126,10 @@ ProfileReport build_profile_report(const std::vector<DeviceActivity>& activities
     // A copy cut by a window's edge counts the bytes of the part inside.
     if (a.duration_us > 0) bytes[static_cast<size_t>(c)] += static_cast<double>(a.bytes) * inside / a.duration_us;
     if (c == KernelClass::Other) other[a.name] += inside;
+    // Longer than the idle breakdown's names: cuBLAS's differ only past their tile shapes.
+    KernelTotal& total = by_name[short_name(a, 110)];
+    total.us += inside;
+    total.launches += 1;
     all.insert(all.end(), pieces.begin(), pieces.end());
   }
   r.busy_us = union_length(std::move(all));
@@ -158,6 +167,13 @@ ProfileReport build_profile_report(const std::vector<DeviceActivity>& activities
   r.top_other.assign(other.begin(), other.end());
   std::sort(r.top_other.begin(), r.top_other.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (r.top_other.size() > 5) r.top_other.resize(5);
+  for (auto& [name, total] : by_name) {
+    total.name = name;
+    r.top_kernels.push_back(std::move(total));
+  }
+  std::sort(r.top_kernels.begin(), r.top_kernels.end(),
+            [](const KernelTotal& a, const KernelTotal& b) { return a.us > b.us; });
+  if (r.top_kernels.size() > kTopKernels) r.top_kernels.resize(kTopKernels);
   r.top_idle = idle_gaps(activities, windows);
   if (r.top_idle.size() > 5) r.top_idle.resize(5);
 
@@ -201,6 +217,9 @@ std::string format_profile_report(const ProfileReport& r, const std::string& tit
   for (const IdleGap& g : r.top_idle)
     out += fmt::format("    idle: {:.3f} ms/step  after {} before {} ({:.1f} a step)\n", g.us / steps / 1e3, g.before,
                        g.after, static_cast<double>(g.count) / steps);
+  for (const KernelTotal& k : r.top_kernels)
+    out += fmt::format("    kernel: {:.3f} ms/step  {} ({:.1f} a step, {:.1f} us each)\n", k.us / steps / 1e3, k.name,
+                       static_cast<double>(k.launches) / steps, k.launches > 0 ? k.us / static_cast<double>(k.launches) : 0.0);
   for (const auto& [name, us] : r.top_other)
     out += fmt::format("    other: {:.3f} ms/step  {}\n", us / steps / 1e3, name.substr(0, 110));
   if (r.samples > 0)

@@ -49,6 +49,13 @@ struct IdleGap {
   int64_t count = 0;
 };
 
+// One kernel (or copy, or memset) by name, over the profiled steps.
+struct KernelTotal {
+  std::string name;  // as the idle breakdown names it: the start of its name, then its class
+  double us = 0;
+  int64_t launches = 0;
+};
+
 struct ProfileReport {
   int steps = 0;
   double step_us = 0;       // the windows' time, summed
@@ -57,6 +64,7 @@ struct ProfileReport {
   std::vector<ProfileRow> rows;  // by busy time, largest first; classes that never ran are left out
   std::vector<std::pair<std::string, double>> top_other;  // the largest unclassified kernels (us)
   std::vector<IdleGap> top_idle;  // the largest idle gaps by neighbours, largest first
+  std::vector<KernelTotal> top_kernels;  // the kernels with the most time, largest first
   int samples = 0;
   double sm_clock_mean = 0, sm_clock_min = 0, sm_clock_max = 0;
   double power_mean = 0, power_max = 0;

@@ -70,6 +70,22 @@ TEST(ProfileReport, TimeInsideTheStepsByClassAndTheIdleShare) {
   EXPECT_DOUBLE_EQ(r.top_other[0].second, 50);
 }
 
+TEST(ProfileReport, TheLargestKernelsByName) {
+  Fixture f;
+  const ProfileReport r = build_profile_report(f.activities, f.samples, f.windows, f.work, f.peaks);
+  // The GEMM between the steps does not count; the copy counts its half inside the first step.
+  ASSERT_EQ(r.top_kernels.size(), 5u);
+  EXPECT_EQ(r.top_kernels[0].name, kGemm + " (GEMM)");
+  EXPECT_DOUBLE_EQ(r.top_kernels[0].us, 1000);
+  EXPECT_EQ(r.top_kernels[0].launches, 2);
+  EXPECT_EQ(r.top_kernels[4].name, "mystery_kernel (other)");
+  EXPECT_DOUBLE_EQ(r.top_kernels[4].us, 50);
+  const std::string text = format_profile_report(r, "rank 0");
+  EXPECT_NE(text.find("kernel: 0.500 ms/step  " + kGemm + " (GEMM) (1.0 a step, 500.0 us each)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kernel: 0.050 ms/step  layer_norm_forward_kernel (LayerNorm)"), std::string::npos) << text;
+}
+
 TEST(ProfileReport, IdleGapsByWhatRanBeforeAndAfter) {
   Fixture f;
   const ProfileReport r = build_profile_report(f.activities, f.samples, f.windows, f.work, f.peaks);
