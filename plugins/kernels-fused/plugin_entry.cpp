@@ -22,7 +22,9 @@ const ptdp::ConfigKeySpec kSchema[] = {
     {"gelu_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "FC1's bias + GeLU in its GEMM's cuBLASLt epilogue (GELU_AUX_BIAS), and dGeLU in the FC2 input-gradient "
      "GEMM's (DGELU); false: the fused bias + GeLU kernels"},
-    {"bias_grad_epilogue", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+    // Off by default: on the H200 the column-sum kernels made the 1.3B step 0.7% shorter at
+    // global batch 32 (BENCHMARKS.md, 2026-12-03 afternoon).
+    {"bias_grad_epilogue", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
      "bias gradients summed in the weight-gradient GEMMs' epilogues (BGRADB): QKV's, FC1's under gelu_epilogue, and "
      "without dropout the projection's and FC2's unless layer_norm_bias_grads sums them; false: column-sum kernels"},
     {"fused_layer_norm_backward", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,

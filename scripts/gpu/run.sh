@@ -48,10 +48,10 @@ mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
-# The kernels-fused settings the LayerKernels conformance suite checks: the defaults (every
-# fusion on, flash attention), with GEMM autotuning, with every fusion and autotuning off, and
-# the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
+# The kernels-fused settings the LayerKernels conformance suite checks: the defaults (flash
+# attention, the fusions that are on by default), with GEMM autotuning and the fusions that are
+# off by default, with every fusion and autotuning off, and the unfused attention path.
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true,bias_grad_epilogue=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
              --set plugins.options.kernels.layer_norm_bias_grads=false
