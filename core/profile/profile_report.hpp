@@ -51,7 +51,7 @@ struct IdleGap {
 
 // One kernel (or copy, or memset) by name, over the profiled steps.
 struct KernelTotal {
-  std::string name;  // as the idle breakdown names it: the start of its name, then its class
+  std::string name;  // the start of its name (longer than the idle breakdown gives), then its class
   double us = 0;
   int64_t launches = 0;
 };

@@ -33,7 +33,7 @@ struct BackendOptions {
   size_t gemm_workspace_bytes = size_t(32) << 20;
   bool gemm_autotune = false;     // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
   bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
-  bool bias_grad_epilogue = false;// bias gradients from the weight-gradient GEMMs' epilogues
+  bool bias_grad_epilogue = false;  // bias gradients from the weight-gradient GEMMs' epilogues (BGRADB)
   bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
   bool fused_residual_layer_norm = true;  // the attention half's bias + dropout + add with LayerNorm 2
   bool layer_norm_bias_grads = true;  // without dropout, the row-parallel biases' gradients summed by LayerNorm's backward
