@@ -171,8 +171,9 @@ ProfileReport build_profile_report(const std::vector<DeviceActivity>& activities
     total.name = name;
     r.top_kernels.push_back(std::move(total));
   }
-  std::sort(r.top_kernels.begin(), r.top_kernels.end(),
-            [](const KernelTotal& a, const KernelTotal& b) { return a.us > b.us; });
+  // Equal times keep the names' order, so the table reads the same on every run.
+  std::stable_sort(r.top_kernels.begin(), r.top_kernels.end(),
+                   [](const KernelTotal& a, const KernelTotal& b) { return a.us > b.us; });
   if (r.top_kernels.size() > kTopKernels) r.top_kernels.resize(kTopKernels);
   r.top_idle = idle_gaps(activities, windows);
   if (r.top_idle.size() > 5) r.top_idle.resize(5);
@@ -219,7 +220,7 @@ std::string format_profile_report(const ProfileReport& r, const std::string& tit
                        g.after, static_cast<double>(g.count) / steps);
   for (const KernelTotal& k : r.top_kernels)
     out += fmt::format("    kernel: {:.3f} ms/step  {} ({:.1f} a step, {:.1f} us each)\n", k.us / steps / 1e3, k.name,
-                       static_cast<double>(k.launches) / steps, k.launches > 0 ? k.us / static_cast<double>(k.launches) : 0.0);
+                       static_cast<double>(k.launches) / steps, k.us / static_cast<double>(k.launches));
   for (const auto& [name, us] : r.top_other)
     out += fmt::format("    other: {:.3f} ms/step  {}\n", us / steps / 1e3, name.substr(0, 110));
   if (r.samples > 0)
