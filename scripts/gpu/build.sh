@@ -32,7 +32,7 @@ ldd "$build"/bin/ptdp-host "$build"/lib/ptdp/libptdp-kernels-ref.so | awk '/=> \
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 # CUPTI for run --profile: part of the CUDA toolkit, which the GPU machine need not have whole.
 ldd "$build"/lib/ptdp/profiler/libptdp-profiler-cupti.so | awk '/libcupti/{print $3}' | while read -r lib; do cp -L "$lib" "$stage/deps/"; done
-cp bench/torch_gpt.py "$stage/bench/"
+cp bench/torch_gpt.py bench/stream_overlap.py "$stage/bench/"
 # BASELINE=COMMIT: that commit's kernels-fused plugin too, in the bundle's baseline/ folder, for
 # run.sh's `baseline` part: an A/B of this tree's kernels-fused against it under the same host,
 # in one device call (the plugin interface must not have changed in between).

@@ -18,7 +18,9 @@
 #            for how much of the bucket reductions ran beside compute (reduction_overlap.py)
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
-#   accumulation  the 1.3B GPT at micro-batch 4 and global batch 32 (8 microbatches a step)
+#   accumulation  the 1.3B GPT at global batch 32: micro-batch 4, 8 and 16 (8, 4 and 2 microbatches a step)
+#   stream-overlap  how much of a fused AdamW step over 1.3B parameters hides behind FC1-shaped
+#            GEMMs on another stream (bench/stream_overlap.py, PyTorch)
 #   baseline ptdp-host ab of this tree's kernels-fused against another commit's (BASELINE=COMMIT
 #            scripts/gpu/build.sh), the 1.3B model at global batch 4 and 32
 #   ab       ptdp-host ab on the 1.3B model: flash against unfused attention (micro-batch 4), and
@@ -341,9 +343,16 @@ bench)
   row "pytorch torch.compile 1.3B b=4: TFLOP/s per GPU" "$(torch_result "$OUT/torch-compile-b4.json")"
   ;;
 accumulation)
-  timed_run accumulation examples/gpt-1gpu.toml --set parallel.micro_batch=4 --set parallel.global_batch=32 \
-    --set run.steps=8 --set run.log_every=8
-  row "ptdp 1.3B b=4 B=32: TFLOP/s per GPU (72-formula)" "$(steady "$OUT/accumulation.jsonl" tflops_per_gpu 3)"
+  # Micro-batch 4 as the 1.3B's other runs; 8 and 16 as ptdp-host plan ranks them at this batch.
+  for b in 4 8 16; do
+    timed_run accumulation-b$b examples/gpt-1gpu.toml --set parallel.micro_batch=$b --set parallel.global_batch=32 \
+      --set run.steps=8 --set run.log_every=8
+    row "ptdp 1.3B b=$b B=32: TFLOP/s per GPU (72-formula)" "$(steady "$OUT/accumulation-b$b.jsonl" tflops_per_gpu 3)"
+  done
+  ;;
+stream-overlap)
+  python3 "$B/bench/stream_overlap.py" > "$OUT/stream-overlap.json" 2> "$OUT/stream-overlap.log" || tail -5 "$OUT/stream-overlap.log"
+  row "AdamW beside GEMMs on another stream (ms; hidden share)" "$(cat "$OUT/stream-overlap.json")"
   ;;
 ab)
   # Each comparison in one ptdp-host ab: arms interleaved A B B A …, so the GPU's clock and
