@@ -345,9 +345,10 @@ bench)
 accumulation)
   # Micro-batch 4 as the 1.3B's other runs; 8 and 16 as ptdp-host plan ranks them at this batch.
   for b in 4 8 16; do
-    timed_run accumulation-b$b examples/gpt-1gpu.toml --set parallel.micro_batch=$b --set parallel.global_batch=32 \
-      --set run.steps=8 --set run.log_every=8
-    row "ptdp 1.3B b=$b B=32: TFLOP/s per GPU (72-formula)" "$(steady "$OUT/accumulation-b$b.jsonl" tflops_per_gpu 3)"
+    with_peak_memory "$OUT/accumulation-b$b.peak" timed_run accumulation-b$b examples/gpt-1gpu.toml \
+      --set parallel.micro_batch=$b --set parallel.global_batch=32 --set run.steps=8 --set run.log_every=8
+    row "ptdp 1.3B b=$b B=32: TFLOP/s per GPU (72-formula)" \
+      "$(steady "$OUT/accumulation-b$b.jsonl" tflops_per_gpu 3), peak $(cat "$OUT/accumulation-b$b.peak") GiB (nvidia-smi)"
   done
   ;;
 stream-overlap)
