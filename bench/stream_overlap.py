@@ -9,7 +9,7 @@ turns? The probe times, each --rounds times (medians reported):
           --params / --layers elements each, on one stream,
   serial  both, one after the other on one stream,
   overlap both at once, the GEMMs on one stream and Adam on another (equal priority),
-  low     the same with Adam's stream at the lowest priority.
+  low     the same with the GEMMs' stream at a higher priority than Adam's.
 hidden = (serial - overlap) / adam: the share of Adam's time that the overlap saved. One JSON line
 on stdout:
     python3 bench/stream_overlap.py [--gemms 72] [--params 1300000000] [--rounds 5]
@@ -56,8 +56,8 @@ def main():
 
     main_stream = torch.cuda.current_stream()
     equal = torch.cuda.Stream()
-    low = torch.cuda.Stream(priority=0)
-    high = torch.cuda.Stream(priority=-1)  # priorities: lower number runs first
+    low = torch.cuda.Stream(priority=0)  # the default, and the lowest
+    high = torch.cuda.Stream(priority=-1)  # a lower number runs first
 
     def side_by_side(gemm_stream, adam_stream):
         def run():
