@@ -1,6 +1,7 @@
 #pragma once
 // The SM clock and power of one GPU, read through NVML every few milliseconds on a thread of its
-// own while recording. NVML is opened at run time (libnvidia-ml.so.1, the driver's), so a machine
+// own while recording: the instantaneous power where the driver has the field, else NVML's
+// trailing average. NVML is opened at run time (libnvidia-ml.so.1, the driver's), so a machine
 // without it still profiles kernels; it then has no samples and says why.
 #include <atomic>
 #include <memory>
@@ -28,14 +29,19 @@ class NvmlSampler {
   std::vector<DeviceSample> take();
   double max_sm_clock_mhz() const;
   double power_limit_w() const;
+  // Whether the power samples are the board's instantaneous power (NVML_FI_DEV_POWER_INSTANT);
+  // else they are nvmlDeviceGetPowerUsage's trailing average.
+  bool instant_power() const { return instant_power_; }
 
  private:
   struct Api;
   void run();
+  bool instant_power_mw(double& mw) const;
 
   std::unique_ptr<Api> api_;
   void* device_ = nullptr;  // nvmlDevice_t
   std::string why_not_;
+  bool instant_power_ = false;
   std::atomic<bool> sampling_{false};
   std::thread thread_;
   std::mutex mutex_;
