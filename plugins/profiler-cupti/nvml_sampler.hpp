@@ -29,9 +29,6 @@ class NvmlSampler {
   std::vector<DeviceSample> take();
   double max_sm_clock_mhz() const;
   double power_limit_w() const;
-  // Whether the power samples are the board's instantaneous power (NVML_FI_DEV_POWER_INSTANT);
-  // else they are nvmlDeviceGetPowerUsage's trailing average.
-  bool instant_power() const { return instant_power_; }
 
  private:
   struct Api;
@@ -41,7 +38,7 @@ class NvmlSampler {
   std::unique_ptr<Api> api_;
   void* device_ = nullptr;  // nvmlDevice_t
   std::string why_not_;
-  bool instant_power_ = false;
+  bool instant_power_ = false;  // NVML_FI_DEV_POWER_INSTANT reads; else the trailing average
   std::atomic<bool> sampling_{false};
   std::thread thread_;
   std::mutex mutex_;
