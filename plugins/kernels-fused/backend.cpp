@@ -25,7 +25,8 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, P
     PTDP_CALL(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device_));
     kernel_context_ = KernelContext{stream_, arena_.get(), sm_count};
     kernel_context_.fused_layer_norm_backward = options.fused_layer_norm_backward;
-    gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes, options.gemm_autotune, log_);
+    gemm_ = std::make_unique<Gemm>(stream_, arena_, options.gemm_workspace_bytes, options.gemm_autotune, log_,
+                                   options.gemm_workspace_scope);
 
     AttentionShape shape;
     shape.seq = model_.seq_len;

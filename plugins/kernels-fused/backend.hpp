@@ -31,6 +31,7 @@ enum class AttentionPath { Flash, Unfused };
 struct BackendOptions {
   AttentionPath attention = AttentionPath::Flash;
   size_t gemm_workspace_bytes = size_t(32) << 20;
+  GemmWorkspaceScope gemm_workspace_scope = GemmWorkspaceScope::GradientEpilogues;  // which GEMMs are offered it
   bool gemm_autotune = false;     // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
   bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
   bool bias_grad_epilogue = false;  // bias gradients from the weight-gradient GEMMs' epilogues (BGRADB)

@@ -79,6 +79,7 @@ struct Gemm::Plan {
   cublasLtMatmulAlgo_t algo{};
   std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, best first, until autotuned
   cudaDataType_t bias_type = CUDA_R_16BF;
+  size_t workspace_bytes = 0;  // what this plan's algorithm was chosen for, and is given
 };
 
 size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
@@ -92,12 +93,13 @@ size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
 }
 
 Gemm::Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, bool autotune,
-           PluginLog log)
+           PluginLog log, GemmWorkspaceScope workspace_scope)
     : stream_(stream),
       arena_(std::move(arena)),
       log_(std::move(log)),
       workspace_bytes_(workspace_bytes),
-      autotune_(autotune) {
+      autotune_(autotune),
+      workspace_scope_(workspace_scope) {
   PTDP_CALL(cublasLtCreate(&lt_));
   PTDP_CALL(cublasCreate(&blas_));
   PTDP_CALL(cublasSetStream(blas_, stream_));
@@ -144,7 +146,10 @@ Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
 
   cublasLtMatmulPreference_t preference = nullptr;
   PTDP_CALL(cublasLtMatmulPreferenceCreate(&preference));
-  const uint64_t workspace = workspace_bytes_;
+  const bool offered = workspace_scope_ == GemmWorkspaceScope::All || key.epilogue == Kind::DGelu ||
+                       key.epilogue == Kind::BGradB;
+  plan->workspace_bytes = offered ? workspace_bytes_ : 0;
+  const uint64_t workspace = plan->workspace_bytes;
   PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                  &workspace, sizeof(workspace)));
   PTDP_CALL(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
@@ -203,7 +208,7 @@ void Gemm::autotune(Plan& plan, const PlanKey& key, const bf16* a, const bf16* b
   const float alpha = 1.0f;
   auto launch = [&](const cublasLtMatmulAlgo_t& algo) {
     return cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d, &algo,
-                          workspace_.get(), workspace_bytes_, stream_);
+                          plan.workspace_bytes ? workspace_.get() : nullptr, plan.workspace_bytes, stream_);
   };
   // One run to warm the algorithm's kernels, then the mean of three; a candidate cuBLASLt
   // refuses at launch is left out.
@@ -293,7 +298,8 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
   }
   if (!plan.candidates.empty()) autotune(plan, key, a, b, d, beta);
   PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
-                           &plan.algo, workspace_.get(), workspace_bytes_, stream_));
+                           &plan.algo, plan.workspace_bytes ? workspace_.get() : nullptr, plan.workspace_bytes,
+                           stream_));
   if (scratch) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
 }
 

@@ -7,7 +7,10 @@
 // (descriptors and an algorithm) is made once per shape and epilogue and reused. The algorithm is
 // the heuristic's first, or, autotuned, the fastest of the heuristic's first few, timed on the
 // GEMM's own operands at its first call: the heuristic ranks by a model of the device, and on
-// the H200 its first pick is not always the fastest for these shapes.
+// the H200 its first pick is not always the fastest for these shapes. Which GEMMs are offered the
+// workspace is a choice too (GemmWorkspaceScope): with one, cuBLASLt picks kernels that it zeroes
+// a few bytes of the workspace for, with a memset before every launch; without one, kernels that
+// need no such memset (on the H200 their names carry `ssched`).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -36,6 +39,17 @@ struct GemmEpilogue {
   float* bias_grad = nullptr;  // fp32 accumulator
 };
 
+// Which cuBLASLt GEMMs are offered the workspace.
+enum class GemmWorkspaceScope {
+  All,
+  // Only those with the DGELU or BGRADB epilogue. On the H200, cuBLASLt runs DGELU without a
+  // workspace as a GEMM plus a separate epilogue kernel that takes longer than the GEMM; the other
+  // GEMMs of the 1.3B model ran as fast without one, and the memset before each, with the launch
+  // gaps beside it, was gone (BENCHMARKS.md, 2026-12-03, late night). BGRADB (off by default) keeps
+  // the workspace too, as it has not been measured without one.
+  GradientEpilogues,
+};
+
 class Gemm {
  public:
   using Epilogue = GemmEpilogue;
@@ -44,7 +58,7 @@ class Gemm {
   // at the plan's first GEMM (which then waits for the device). `log` hears which algorithm won
   // and of cuBLAS handles and plans that cannot be destroyed.
   Gemm(cudaStream_t stream, std::shared_ptr<DeviceArena> arena, size_t workspace_bytes, bool autotune = false,
-       PluginLog log = {});
+       PluginLog log = {}, GemmWorkspaceScope workspace_scope = GemmWorkspaceScope::GradientEpilogues);
   static constexpr int kAutotuneCandidates = 8;
   ~Gemm();
   Gemm(const Gemm&) = delete;
@@ -118,6 +132,7 @@ class Gemm {
   std::shared_ptr<void> workspace_;
   size_t workspace_bytes_;
   bool autotune_;
+  GemmWorkspaceScope workspace_scope_;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 

@@ -63,6 +63,10 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
     else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
     else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
     options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
+    const std::string scope = context.config->get_string("gemm_workspace_scope");
+    if (scope == "gradient_epilogues") options_.gemm_workspace_scope = GemmWorkspaceScope::GradientEpilogues;
+    else if (scope == "all") options_.gemm_workspace_scope = GemmWorkspaceScope::All;
+    else throw Error("kernels-fused: gemm_workspace_scope = \"" + scope + "\" is not one of gradient_epilogues, all");
     options_.gemm_autotune = context.config->get_bool("gemm_autotune");
     options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
     options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
@@ -96,7 +100,10 @@ void KernelsFused::bind(const KernelsBinding& binding) {
   device_index_ = binding.device_index;
   backend_ = std::make_shared<Backend>(binding, options_, log_);
   log_.write(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
-                                 backend_->attention().name() + ", GEMM autotuning " +
+                                 backend_->attention().name() + ", GEMM workspace for " +
+                                 (options_.gemm_workspace_scope == GemmWorkspaceScope::All ? "all GEMMs"
+                                                                                            : "gradient epilogues") +
+                                 ", GEMM autotuning " +
                                  (options_.gemm_autotune ? "on" : "off") + ", GeLU epilogue " +
                                  (options_.gelu_epilogue ? "on" : "off") + ", bias-gradient epilogue " +
                                  (options_.bias_grad_epilogue ? "on" : "off") + ", one-launch LayerNorm backward " +

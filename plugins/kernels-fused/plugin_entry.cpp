@@ -14,7 +14,11 @@ const ptdp::ConfigKeySpec kSchema[] = {
     {"attention", ptdp::ConfigType::String, PTDP_FUSED_DEFAULT_ATTENTION, 0, 0, "flash|unfused",
      "flash: cuDNN's fused scaled-dot-product attention (the default when built with the cuDNN frontend); "
      "unfused: the paper's strided-batched GEMMs and fused scale+mask+softmax"},
-    {"gemm_workspace_mb", ptdp::ConfigType::Int, "32", 1, 4096, nullptr, "cuBLAS and cuBLASLt workspace, MiB"},
+    {"gemm_workspace_mb", ptdp::ConfigType::Int, "32", 0, 4096, nullptr,
+     "cuBLAS and cuBLASLt workspace, MiB; 0: none for cuBLASLt (only algorithms that need none)"},
+    {"gemm_workspace_scope", ptdp::ConfigType::String, "\"gradient_epilogues\"", 0, 0, "gradient_epilogues|all",
+     "which cuBLASLt GEMMs are offered the workspace: gradient_epilogues, those with the DGELU or BGRADB epilogue "
+     "(the others then run kernels that need no memset before each launch); all: every one"},
     // Off by default: on the H200 the 1.3B step was no faster with it (BENCHMARKS.md, 2026-12-02).
     {"gemm_autotune", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
      "each GEMM shape's cuBLASLt algorithm timed at its first call among the heuristic's first 8, the fastest kept; "

@@ -19,6 +19,10 @@
 #   bench    the 1.3B GPT (l 24, h 2048, a 16, s 2048, V 51200) at micro-batch 4 and 8, beside
 #            the PyTorch baseline on the same model and batch
 #   accumulation  the 1.3B GPT at global batch 32: micro-batch 4, 8 and 16 (8, 4 and 2 microbatches a step)
+#   gemm-workspace  ptdp-host ab of kernels-fused's gemm_workspace_scope, "all" against
+#            "gradient_epilogues", at global batch 4 and 32; then the 1.3B step profiled with each (A B B A)
+#   graph-replay  what replaying a CUDA graph saves against launching eagerly, on 4 layers of the
+#            1.3B's forward and backward (bench/graph_replay.py, PyTorch)
 #   stream-overlap  how much of a fused AdamW step over 1.3B parameters hides behind FC1-shaped
 #            GEMMs on another stream (bench/stream_overlap.py, PyTorch)
 #   baseline ptdp-host ab of this tree's kernels-fused against another commit's (BASELINE=COMMIT
@@ -53,7 +57,7 @@ HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (flash
 # attention, the fusions that are on by default), with GEMM autotuning and the fusions that are
 # off by default, with every fusion and autotuning off, and the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true,bias_grad_epilogue=true;kernels-fused:gemm_autotune=false,gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
+KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true,bias_grad_epilogue=true;kernels-fused:gemm_autotune=false,gemm_workspace_scope="all",gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
              --set plugins.options.kernels.layer_norm_bias_grads=false
@@ -350,6 +354,32 @@ accumulation)
     row "ptdp 1.3B b=$b B=32: TFLOP/s per GPU (72-formula)" \
       "$(steady "$OUT/accumulation-b$b.jsonl" tflops_per_gpu 3), peak $(cat "$OUT/accumulation-b$b.peak") GiB (nvidia-smi)"
   done
+  ;;
+gemm-workspace)
+  # Which GEMMs cuBLASLt's workspace is offered to: ptdp-host ab at global batch 4 and 32, then the
+  # 1.3B step profiled with each scope in mirrored order (the kernels' times beside clock and power).
+  k=plugins.options.kernels
+  scopes=(--arm all --set "$k.gemm_workspace_scope=\"all\"" --arm gradient_epilogues --set "$k.gemm_workspace_scope=\"gradient_epilogues\"")
+  "$HOST" ab examples/gpt-1gpu.toml --rounds 3 --steps 10 --warmup 3 --out "$OUT/ab-scope-b4" "${scopes[@]}" > "$OUT/ab-scope-b4.log" 2>&1
+  row "ab: GEMM workspace scope, 1.3B b=4" "exit $?"
+  "$HOST" ab examples/gpt-1gpu.toml --set parallel.global_batch=32 --rounds 2 --steps 6 --warmup 2 --out "$OUT/ab-scope-b32" \
+    "${scopes[@]}" > "$OUT/ab-scope-b32.log" 2>&1
+  row "ab: GEMM workspace scope, 1.3B b=4 B=32" "exit $?"
+  for r in ab-scope-b4 ab-scope-b32; do ab_report $r; done
+  round=0
+  for scope in all gradient_epilogues gradient_epilogues all; do
+    round=$((round + 1))
+    RUN_LIMIT_S=300 timed_run "scope-profile-$round-$scope" examples/gpt-1gpu.toml --set run.steps=8 --set run.log_every=8 \
+      --profile --trace-steps 5 --set "$k.gemm_workspace_scope=\"$scope\"" > /dev/null
+    log=$OUT/scope-profile-$round-$scope.log
+    row "profile $round $scope" "$(grep -o '[0-9.]* ms a step' "$log" | head -1); $(grep -E '^  (GEMM|copies and memsets|idle) ' "$log" |
+      awk '{v=$0; sub(/^  /, "", v); split(v, f, /  +/); printf "%s %s ms (%s); ", f[1], f[2], f[3]}')$(grep -o 'SM clock [0-9]* MHz mean' "$log" | head -1)"
+  done
+  ;;
+graph-replay)
+  # What a CUDA graph saves on 4 layers of the 1.3B's forward and backward, in PyTorch.
+  python3 bench/graph_replay.py --layers 4 > "$OUT/graph-replay.json" 2> "$OUT/graph-replay.log" || tail -5 "$OUT/graph-replay.log"
+  row "CUDA graph replay vs eager, 4 layers (PyTorch)" "$(cat "$OUT/graph-replay.json")"
   ;;
 stream-overlap)
   python3 "$B/bench/stream_overlap.py" > "$OUT/stream-overlap.json" 2> "$OUT/stream-overlap.log" || tail -5 "$OUT/stream-overlap.log"
