@@ -56,7 +56,8 @@ export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
 # The kernels-fused settings the LayerKernels conformance suite checks: the defaults (flash
 # attention, the fusions that are on by default), with GEMM autotuning and the fusions that are
-# off by default, with every fusion and autotuning off, and the unfused attention path.
+# off by default, with every fusion and autotuning off (and every GEMM offered cuBLASLt's
+# workspace), and the unfused attention path.
 KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true,bias_grad_epilogue=true;kernels-fused:gemm_autotune=false,gemm_workspace_scope="all",gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
