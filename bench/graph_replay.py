@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How much of a training step's launch gaps a CUDA graph removes, measured in PyTorch.
 
-ptdp's --profile finds about 1% of a 1.3B step idle, between kernels. Capturing a microbatch's forward and backward in a CUDA graph
-is the usual way to remove launch gaps. Before building that into a kernels plugin, this measures
-what it buys on the same work: N transformer layers of the 1.3B's shape (bf16, flash attention,
+ptdp's --profile finds about 1% of a 1.3B step idle, between kernels. Capturing a microbatch's
+forward and backward in a CUDA graph is the usual way to remove launch gaps. Before building that
+into a kernels plugin, this measures what it buys on the same work: N transformer layers of the 1.3B's shape (bf16, flash attention,
 micro-batch 4, sequence 2048, hidden 2048, 16 heads), forward and backward, run eagerly and as the
 replay of one captured graph, in alternating rounds of R iterations (the GPU's power-capped
 clock drifts; alternation puts the drift on both). Prints one JSON line: the median ms per
