@@ -9,7 +9,7 @@ replay of one captured graph, in alternating rounds of R iterations (the GPU's p
 clock drifts; alternation puts the drift on both). Prints one JSON line: the median ms per
 iteration of each, what the graph saves, and the device activities of one eager iteration
 (kernels, memsets) from torch.profiler.
-    python3 bench/graph_replay.py [--layers 4] [--rounds 6] [--iters 10]
+    python3 bench/graph_replay.py [--layers 4] [--rounds 6] [--iters 10] [--micro-batch 4]
 """
 import argparse
 import json
