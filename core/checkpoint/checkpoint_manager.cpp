@@ -193,4 +193,42 @@ void CheckpointManager::read(int64_t step, const std::vector<ParamRef>& params) 
 
 std::string CheckpointManager::metadata(int64_t step) { return store_->metadata(step); }
 
+void CheckpointManager::write_state(int64_t step, const std::vector<HostStateTensor>& tensors) {
+  if (role_.dp_rank != 0 || role_.tp_rank != 0) return;
+  for (const HostStateTensor& t : tensors) {
+    const ShardInfo info{t.name, DType::F32, t.shape, std::vector<int64_t>(t.shape.size(), 0), t.shape};
+    std::vector<char> bytes(t.values.size() * sizeof(float));
+    std::memcpy(bytes.data(), t.values.data(), bytes.size());
+    refuse_non_finite(step, t.name, bytes);
+    store_->write_shard(step, role_.rank, info, bytes.data());
+  }
+}
+
+std::vector<HostStateTensor> CheckpointManager::read_state(int64_t step, const std::vector<std::string>& names) {
+  std::map<std::string, ShardInfo> saved;
+  for (ShardInfo& s : store_->shards(step)) saved.try_emplace(s.name, std::move(s));
+  std::vector<HostStateTensor> out;
+  for (const std::string& name : names) {
+    const auto found = saved.find(name);
+    if (found == saved.end()) continue;
+    const ShardInfo& s = found->second;
+    if (s.dtype != DType::F32)
+      throw Error("checkpoint: tensor '" + name + "' is " + dtype_name(s.dtype) + " in checkpoint step " +
+                  std::to_string(step) + ", expected f32");
+    HostStateTensor t{name, s.global_shape, {}};
+    int64_t count = 1;
+    for (int64_t d : s.global_shape) count *= d;
+    t.values.resize(static_cast<size_t>(count));
+    const ShardInfo want{name, DType::F32, s.global_shape, std::vector<int64_t>(s.global_shape.size(), 0),
+                         s.global_shape};
+    try {
+      store_->read(step, want, t.values.data());
+    } catch (const Error& e) {
+      throw Error("checkpoint: tensor '" + name + "' in checkpoint step " + std::to_string(step) + ": " + e.what());
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace ptdp

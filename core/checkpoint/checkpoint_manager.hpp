@@ -14,6 +14,7 @@
 #include <ptdp/layer_kernels.hpp>
 
 #include "checkpoint/checkpoint_role.hpp"
+#include "checkpoint/host_state_tensor.hpp"
 
 namespace ptdp {
 
@@ -51,6 +52,14 @@ class CheckpointManager {
   void read(int64_t step, const std::vector<ParamRef>& params);
 
   std::string metadata(int64_t step);
+
+  // Run state beside the parameters (the FP8 recipe's amax histories): whole f32 tensors in host
+  // memory, the same on every rank of a tensor- and data-parallel group, so that the group's rank
+  // of tp 0 and dp 0 writes them. Part of save() in parts: call before commit().
+  void write_state(int64_t step, const std::vector<HostStateTensor>& tensors);
+  // Those of `names` that `step` holds, whole (another run may have saved another length of the
+  // first dimension); the ones it lacks are left out.
+  std::vector<HostStateTensor> read_state(int64_t step, const std::vector<std::string>& names);
 
  private:
   std::shared_ptr<CheckpointStore> store_;

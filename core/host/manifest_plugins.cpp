@@ -10,6 +10,7 @@
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
 #include "runtime/device_placement.hpp"
+#include "runtime/kernels_precision.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
 namespace ptdp::host {
@@ -46,6 +47,11 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     auto backend = create_plugin<LayerKernels>(*kernels, config.plugins.options.at("kernels"));
     check_memory_pairing(backend->device().kind, communicator->memory_kinds(), config.plugins.kernels,
                          config.plugins.communicator);
+    try {
+      check_kernels_precision(config, kernels->descriptor->abi_minor, *backend);
+    } catch (const Error& e) {
+      throw ManifestError(fmt::format("{}: {}", config.source, e.what()));  // the message names its key
+    }
     slot_key = "launch.ranks_per_gpu";
     PlacementRequest sharing;
     sharing.kind = backend->device().kind;

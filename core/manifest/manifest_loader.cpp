@@ -84,6 +84,13 @@ void read_optimizer(TableReader r, RunConfig::Optimizer& opt) {
 
 void read_precision(TableReader r, RunConfig::Precision& precision) {
   r.read("params", precision.params, {"fp32", "bf16"});
+  r.read("fp8", precision.fp8, {"off", "hybrid"});
+  r.read("fp8_recipe", precision.fp8_recipe, {"tensorwise", "delayed"});
+  r.read("fp8_amax_history", precision.fp8_amax_history, 1, 1 << 16);
+  r.read("fp8_amax_compute", precision.fp8_amax_compute, {"max", "most_recent"});
+  r.read("fp8_margin", precision.fp8_margin, 0, 32);
+  r.read("fp8_bf16_first_blocks", precision.fp8_bf16_first_blocks, 0, kMaxLayers);
+  r.read("fp8_bf16_last_blocks", precision.fp8_bf16_last_blocks, 0, kMaxLayers);
   r.finish();
 }
 

@@ -64,6 +64,13 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
     c.notes.push_back(
         fmt::format("model.vocab {} padded to {} so tensor={} divides it", model.vocab, model.padded_vocab, t));
 
+  const auto& precision = c.precision;
+  if (precision.fp8_on() && precision.fp8_bf16_first_blocks + precision.fp8_bf16_last_blocks >= model.layers)
+    fail({"precision.fp8_bf16_first_blocks", "precision.fp8_bf16_last_blocks", "model.layers"},
+         fmt::format("keeps {} + {} of the {} blocks out of FP8, which leaves none to run in FP8; set precision.fp8 = "
+                     "\"off\" instead",
+                     precision.fp8_bf16_first_blocks, precision.fp8_bf16_last_blocks, model.layers));
+
   if (c.optimizer.min_lr > c.optimizer.lr)
     fail({"optimizer.min_lr", "optimizer.lr"},
          fmt::format("must not exceed optimizer.lr ({} > {})", c.optimizer.min_lr, c.optimizer.lr));

@@ -54,6 +54,15 @@ struct RunConfig {
 
   struct Precision {
     std::string params = "fp32";      // working dtype of weights and activations: fp32 | bf16
+    // FP8 GEMMs in the transformer blocks (sdk/include/ptdp/fp8.hpp): "off" | "hybrid".
+    std::string fp8 = "off";
+    std::string fp8_recipe = "tensorwise";  // "tensorwise" | "delayed"
+    int fp8_amax_history = 1024;            // delayed: steps of amax kept
+    std::string fp8_amax_compute = "max";   // delayed: "max" of the history | "most_recent"
+    int fp8_margin = 0;                     // scales are 2^-margin below the format's range
+    int fp8_bf16_first_blocks = 0;          // blocks at either end of the model whose GEMMs
+    int fp8_bf16_last_blocks = 0;           // stay in params' type
+    bool fp8_on() const { return fp8 == "hybrid"; }
   } precision;
 
   struct Data {

@@ -6,6 +6,7 @@
 // activation checkpointing). The embedding and head always keep their activations.
 #include <functional>
 #include <map>
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,12 @@ class ModelChunk {
   // among the chunk's embedding, blocks and head.
   std::vector<int> parameter_layers();
   EmbeddingLayer* embedding() { return embedding_.get(); }
+  // The chunk's transformer blocks, each with its global layer index.
+  std::vector<std::pair<int, TransformerBlock*>> blocks() const {
+    std::vector<std::pair<int, TransformerBlock*>> out;
+    for (size_t i = 0; i < blocks_.size(); ++i) out.emplace_back(layout_.first_layer + static_cast<int>(i), blocks_[i].get());
+    return out;
+  }
 
   // input: activation [s, b, h] (ignored when the chunk has the embedding). Returns the output
   // activation, or an empty tensor when the chunk has the head (the loss goes to `loss`).

@@ -24,8 +24,10 @@
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
 #include "runtime/device_placement.hpp"
+#include "runtime/fp8_scaling.hpp"
 #include "runtime/gradient_sync.hpp"
 #include "runtime/gradient_zeroing.hpp"
+#include "runtime/kernels_precision.hpp"
 #include "runtime/model_chunk.hpp"
 #include "runtime/optimizer_state.hpp"
 #include "runtime/parameter_init.hpp"
@@ -100,6 +102,8 @@ class RankTrainer {
   // The steps, and what they report and save.
   TrainOutcome train(int64_t first_step);
   StepMetrics train_step(const StepContext& step);  // fills step, loss, grad_norm and lr
+  // Delayed FP8 scaling: the step's amaxes into the history (collective over the world).
+  void finish_fp8_step(int64_t step);
   double step_loss(const Tensor& losses, int microbatches);
   void record_step(const StepMetrics& metrics);  // rank 0: the metrics line and the progress line
   std::optional<double> validation_loss(int64_t completed_steps);  // when validation is due
@@ -129,6 +133,9 @@ class RankTrainer {
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
   std::vector<ChunkBuffers> buffers_;  // each chunk's master weights and gradients
   std::unique_ptr<OptimizerState> optimizer_;
+  std::unique_ptr<Fp8ScalingState> fp8_;  // precision.fp8 = "hybrid" only
+  // Delayed FP8: the history a step due to be saved ended with, and that step.
+  std::pair<int64_t, std::vector<HostStateTensor>> history_to_save_{-1, {}};
   std::optional<RunData> data_;  // none when the loaded model is handed over (sample reads no data)
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
@@ -186,6 +193,16 @@ int64_t RankTrainer::open_checkpoints() {
                    resume->step, change);
   from.check(resume->step, optimizer_->whole_params());
   optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  if (fp8_ && fp8_->delayed()) {
+    std::vector<std::string> names;
+    for (const HostStateTensor& t : fp8_->history()) names.push_back(t.name);
+    const std::vector<HostStateTensor> saved_history = from.read_state(resume->step, names);
+    if (saved_history.size() < names.size() && me_.dp == 0 && me_.tp == 0)
+      spdlog::warn("resume: {} step {} holds the FP8 amax history of {} of this stage's {} FP8 blocks; the others start "
+                   "with none (scale 1), as in a run's first step",
+                   resume->dir, resume->step, saved_history.size(), names.size());
+    fp8_->load_history(saved_history);
+  }
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
@@ -208,6 +225,9 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
   if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
   if (!data_record_.is_null()) metadata["data"] = data_record_;
   optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
+  if (fp8_)
+    checkpoints_->write_state(completed_steps, history_to_save_.first == completed_steps ? history_to_save_.second
+                                                                                        : fp8_->history());
   checkpoints_->commit(completed_steps, metadata.dump(), [this] { world_->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
@@ -225,10 +245,7 @@ void RankTrainer::load_plugins() {
   kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), place());
   blocks_write_first_gradients_ = blocks_write_first_gradients(kernels_info.descriptor->abi_minor);
   scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), place());
-  const char* computes_in = kernels_->activation_dtype() == DType::BF16 ? "bf16" : "fp32";
-  if (cfg_.precision.params != computes_in)
-    throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
-                            cfg_.precision.params, cfg_.plugins.kernels, computes_in, computes_in));
+  check_kernels_precision(cfg_, kernels_info.descriptor->abi_minor, *kernels_);
   // Whether the communicator moves the kernels' memory was checked before this rank started
   // (check_manifest_plugins, which every caller of train_rank runs first).
 }
@@ -263,6 +280,7 @@ void RankTrainer::build_model() {
   binding.tp_size = topology_.tensor();
   binding.tp = groups_.tensor.get();
   binding.device_index = device_.index;
+  binding.fp8 = fp8_recipe_of(cfg_);
   kernels_->bind(binding);
   const int every = cfg_.parallel.recompute == "full" ? cfg_.parallel.recompute_every : 0;
   for (int c = 0; c < v; ++c) {
@@ -279,6 +297,12 @@ void RankTrainer::build_model() {
     placed.insert(placed.end(), buffers_.back().params().begin(), buffers_.back().params().end());
   }
   kernels_->place_parameters(placed);
+  if (binding.fp8.enabled) {
+    std::vector<std::pair<int, TransformerBlock*>> blocks;
+    for (const auto& chunk : chunks_)
+      for (const auto& block : chunk->blocks()) blocks.push_back(block);
+    fp8_ = std::make_unique<Fp8ScalingState>(*kernels_, binding.fp8, cfg_.model.layers, blocks);
+  }
   optimizer_ = std::make_unique<OptimizerState>(*kernels_, groups_, buffers_, cfg_.parallel.distributed_optimizer);
   if (id_.rank == 0) {
     int64_t gradients = 0;
@@ -533,8 +557,15 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
 
 StepMetrics RankTrainer::train_step(const StepContext& step) {
   reducer_->begin_step(!optimizer_->weights_pending());
+  if (fp8_) fp8_->begin_step();
   executor_->run(step);
   reducer_->finish();
+  if (fp8_ && fp8_->delayed()) {
+    // The step due to be saved is saved below, once these gradients prove it sound: with the
+    // history it ended with, not the one this step is about to extend.
+    if (unverified_save_) history_to_save_ = {*unverified_save_, fp8_->history()};
+    finish_fp8_step(step.step);
+  }
   AdamStep adam;
   step.timeline.span("grad norm", "collective",
                      [&] { adam.grad_sum_squares = optimizer_->grad_sum_squares(me_, topology_.pipeline()); });
@@ -548,9 +579,11 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   // so the host reads it only after the update is queued.
   adam.max_grad_norm = static_cast<float>(std::max(0.0, cfg_.optimizer.grad_clip));
   auto refuse_non_finite = [&](double grad_norm) {
-    if (!std::isfinite(grad_norm))
-      throw Error(fmt::format("step {}: gradient norm is {}; stopping before the weights are corrupted{}",
-                              step.step + 1, grad_norm, unsaved_note(unverified_save_)));
+    if (std::isfinite(grad_norm)) return;
+    const std::string amax = fp8_ ? fp8_->first_non_finite_amax() : "";
+    throw Error(fmt::format("step {}: gradient norm is {}{}; stopping before the weights are corrupted{}", step.step + 1,
+                            grad_norm, amax.empty() ? "" : ", and the FP8 amax of " + amax + " is not finite",
+                            unsaved_note(unverified_save_)));
   };
   if (unverified_save_) {
     // These gradients came from the weights of the previous step; if they are finite, that step
@@ -569,6 +602,18 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   sm.lr = adam.lr;
   kernels_->synchronize();
   return sm;
+}
+
+void RankTrainer::finish_fp8_step(int64_t step) {
+  // Every rank learns whether any stage met a non-finite amax, so that all stop at this step,
+  // before the optimizer step, with the weights and the amax history as they were.
+  const std::string non_finite = fp8_->finish_step(groups_);
+  const double anywhere = all_reduce_scalar(*kernels_, *world_, non_finite.empty() ? 0.0 : 1.0, ReduceOp::Max);
+  if (anywhere == 0) return;
+  throw Error(fmt::format("step {}: {}; stopping before the weights are corrupted{}", step + 1,
+                          non_finite.empty() ? "an FP8 amax on another rank is not finite"
+                                             : "the FP8 amax of " + non_finite + " is not finite",
+                          unsaved_note(unverified_save_)));
 }
 
 void RankTrainer::record_step(const StepMetrics& sm) {

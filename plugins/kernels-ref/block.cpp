@@ -13,6 +13,11 @@ namespace ptdp::kref {
 
 namespace {
 
+// The block's linear layers: QKV and FC1 are column-parallel, the projection and FC2 row-parallel.
+constexpr int kQkv = 0, kProj = 1, kFc1 = 2, kFc2 = 3;
+constexpr LinearSite kQkvSite{kQkv, false, true}, kProjSite{kProj, true, false};
+constexpr LinearSite kFc1Site{kFc1, false, true}, kFc2Site{kFc2, true, false};
+
 std::vector<float> zeros(int64_t n) { return std::vector<float>(static_cast<size_t>(n), 0.0f); }
 
 // Completes a row-parallel GEMM's partial sums, then out = residual + dropout(sum + bias).
@@ -51,6 +56,49 @@ RefBlock::RefBlock(std::shared_ptr<const Partition> partition, int layer_index)
                                                       &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_};
   const auto table = gpt_block_parameters(layer_index, p.model.hidden, p.model.ffn_hidden, p.size, p.rank);
   for (size_t i = 0; i < table.size(); ++i) *in_table_order[i] = make_parameter(table[i], p);
+  fp8_ = p.fp8.block_in_fp8(layer_index, p.model.layers);
+  if (fp8_) {
+    constexpr int kEntries = kFp8BlockLinears * kFp8Operands;
+    own_fp8_.assign(2 * kEntries, 0.0f);
+    std::fill(own_fp8_.begin() + kEntries, own_fp8_.end(), 1.0f);
+    for (int k = 0; k < kFp8BlockLinears; ++k)
+      fp8_linears_[k] = {own_fp8_.data() + k * kFp8Operands, own_fp8_.data() + kEntries + k * kFp8Operands};
+  }
+}
+
+void RefBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
+  if (!fp8_) throw Error("kernels-ref: " + name_ + " runs no FP8 GEMMs under this binding's recipe");
+  check_host_tensor(amax, DType::F32, {kFp8BlockLinears, kFp8Operands}, name_ + " FP8 amax");
+  check_host_tensor(scale, DType::F32, {kFp8BlockLinears, kFp8Operands}, name_ + " FP8 scale");
+  for (int k = 0; k < kFp8BlockLinears; ++k)
+    fp8_linears_[k] = {amax.as<float>() + k * kFp8Operands, scale.as<float>() + k * kFp8Operands};
+  own_fp8_.clear();
+}
+
+void RefBlock::linear_forward_of(const LinearSite& site, float* out, const float* in, const Parameter& weight,
+                                 const float* bias, int64_t n, int64_t in_dim, int64_t out_dim, const MicroBatch& mb,
+                                 float& input_scale) {
+  if (!fp8_) return linear_forward(out, in, weight.value(), bias, n, in_dim, out_dim);
+  const Partition& p = *part_;
+  const Fp8LinearScaling& scaling = fp8_linears_[site.index];
+  const Fp8Cast x = fp8_cast(in, n * in_dim, Fp8Operand::Input, site.input_sharded, scaling, p, mb.training);
+  const Fp8Cast w = fp8_cast(weight.value(), out_dim * in_dim, Fp8Operand::Weight, true, scaling, p, mb.training);
+  fp8_linear_forward(out, x, w, bias, n, in_dim, out_dim);
+  input_scale = x.scale;
+}
+
+void RefBlock::linear_backward_of(const LinearSite& site, float* din, const Parameter& weight, float* dbias,
+                                  const float* dout, const float* in, float input_scale, int64_t n, int64_t in_dim,
+                                  int64_t out_dim, const MicroBatch& mb) {
+  if (!fp8_)
+    return linear_backward(din, weight.grad(), dbias, dout, in, weight.value(), n, in_dim, out_dim);
+  const Partition& p = *part_;
+  const Fp8LinearScaling& scaling = fp8_linears_[site.index];
+  const Fp8Cast dy = fp8_cast(dout, n * out_dim, Fp8Operand::OutputGradient, site.output_gradient_sharded, scaling,
+                              p, mb.training);
+  const Fp8Cast x = fp8_cast_with_scale(in, n * in_dim, Fp8Operand::Input, input_scale);
+  const Fp8Cast w = fp8_cast(weight.value(), out_dim * in_dim, Fp8Operand::Weight, true, scaling, p, mb.training);
+  fp8_linear_backward(din, weight.grad(), dbias, dout, dy, x, w, n, in_dim, out_dim);
 }
 
 std::vector<ParamRef> RefBlock::parameters() {
@@ -74,19 +122,23 @@ void RefBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool 
   std::copy(in.as<float>(), in.as<float>() + n * h, a.x.begin());  // `out` may be `in`
   layer_norm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
                      ln1_weight_->value(), ln1_bias_->value(), n, h, eps);
-  linear_forward(a.qkv.data(), a.ln1.data(), qkv_weight_->value(), qkv_bias_->value(), n, h, 3 * hl);
+  linear_forward_of(kQkvSite, a.qkv.data(), a.ln1.data(), *qkv_weight_, qkv_bias_->value(), n, h, 3 * hl, mb,
+                    a.fp8_input_scale[kQkv]);
   const AttentionShape shape{s, b, p.local_heads(), p.head_dim()};
   attention_forward(a.attn.data(), a.probs.data(), a.qkv.data(), shape);
   std::vector<float> partial = zeros(n * h);
-  linear_forward(partial.data(), a.attn.data(), proj_weight_->value(), nullptr, n, hl, h);
+  linear_forward_of(kProjSite, partial.data(), a.attn.data(), *proj_weight_, nullptr, n, hl, h, mb,
+                    a.fp8_input_scale[kProj]);
   reduce_bias_dropout_add(a.residual.data(), partial, proj_bias_->value(), a.x.data(), p, mb,
                           attention_dropout_site(layer_));
 
   layer_norm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.residual.data(),
                      ln2_weight_->value(), ln2_bias_->value(), n, h, eps);
-  linear_forward(a.fc1.data(), a.ln2.data(), fc1_weight_->value(), fc1_bias_->value(), n, h, fl);
+  linear_forward_of(kFc1Site, a.fc1.data(), a.ln2.data(), *fc1_weight_, fc1_bias_->value(), n, h, fl, mb,
+                    a.fp8_input_scale[kFc1]);
   gelu_forward(a.gelu.data(), a.fc1.data(), n * fl);
-  linear_forward(partial.data(), a.gelu.data(), fc2_weight_->value(), nullptr, n, fl, h);
+  linear_forward_of(kFc2Site, partial.data(), a.gelu.data(), *fc2_weight_, nullptr, n, fl, h, mb,
+                    a.fp8_input_scale[kFc2]);
   reduce_bias_dropout_add(out.as<float>(), partial, fc2_bias_->value(), a.residual.data(), p, mb,
                           mlp_dropout_site(layer_));
 
@@ -112,11 +164,11 @@ void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   std::vector<float> dbranch = dresidual;
   apply_dropout(dbranch.data(), p.model, mb, mlp_dropout_site(layer_));
   std::vector<float> dgelu = zeros(n * fl), dfc1 = zeros(n * fl), dln = zeros(n * h);
-  linear_backward(dgelu.data(), fc2_weight_->grad(), fc2_bias_->grad(), dbranch.data(), a.gelu.data(),
-                  fc2_weight_->value(), n, fl, h);
+  linear_backward_of(kFc2Site, dgelu.data(), *fc2_weight_, fc2_bias_->grad(), dbranch.data(), a.gelu.data(),
+                     a.fp8_input_scale[kFc2], n, fl, h, mb);
   gelu_backward(dfc1.data(), a.fc1.data(), dgelu.data(), n * fl);
-  linear_backward(dln.data(), fc1_weight_->grad(), fc1_bias_->grad(), dfc1.data(), a.ln2.data(),
-                  fc1_weight_->value(), n, h, fl);
+  linear_backward_of(kFc1Site, dln.data(), *fc1_weight_, fc1_bias_->grad(), dfc1.data(), a.ln2.data(),
+                     a.fp8_input_scale[kFc1], n, h, fl, mb);
   p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
   layer_norm_backward(dresidual.data(), ln2_weight_->grad(), ln2_bias_->grad(), dln.data(),
                       a.residual.data(), ln2_weight_->value(), a.ln2_mean.data(), a.ln2_rstd.data(), n, h);
@@ -125,12 +177,12 @@ void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   dbranch = dresidual;
   apply_dropout(dbranch.data(), p.model, mb, attention_dropout_site(layer_));
   std::vector<float> dattn = zeros(n * hl), dqkv = zeros(n * 3 * hl);
-  linear_backward(dattn.data(), proj_weight_->grad(), proj_bias_->grad(), dbranch.data(), a.attn.data(),
-                  proj_weight_->value(), n, hl, h);
+  linear_backward_of(kProjSite, dattn.data(), *proj_weight_, proj_bias_->grad(), dbranch.data(), a.attn.data(),
+                     a.fp8_input_scale[kProj], n, hl, h, mb);
   attention_backward(dqkv.data(), dattn.data(), a.qkv.data(), a.probs.data(),
                      AttentionShape{s, b, p.local_heads(), p.head_dim()});
-  linear_backward(dln.data(), qkv_weight_->grad(), qkv_bias_->grad(), dqkv.data(), a.ln1.data(),
-                  qkv_weight_->value(), n, h, 3 * hl);
+  linear_backward_of(kQkvSite, dln.data(), *qkv_weight_, qkv_bias_->grad(), dqkv.data(), a.ln1.data(),
+                     a.fp8_input_scale[kQkv], n, h, 3 * hl, mb);
   p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
   layer_norm_backward(dresidual.data(), ln1_weight_->grad(), ln1_bias_->grad(), dln.data(), a.x.data(),
                       ln1_weight_->value(), a.ln1_mean.data(), a.ln1_rstd.data(), n, h);

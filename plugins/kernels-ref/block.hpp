@@ -11,6 +11,7 @@
 
 #include <ptdp/layer_kernels.hpp>
 
+#include "fp8_linear.hpp"
 #include "parameter.hpp"
 #include "partition.hpp"
 #include "ptdp/saved_slots.hpp"
@@ -31,6 +32,18 @@ struct BlockActivations {
   std::vector<float> ln2, ln2_mean, ln2_rstd;
   std::vector<float> fc1;                      // [s, b, ffn/t] before GeLU
   std::vector<float> gelu;                     // [s, b, ffn/t]
+  // Under FP8, the scale each linear layer's input was cast with (the backward casts the saved
+  // input again with it), by kFp8BlockLinearNames' order.
+  float fp8_input_scale[kFp8BlockLinears] = {1.0f, 1.0f, 1.0f, 1.0f};
+};
+
+// How one of the block's four linear layers runs: its index in kFp8BlockLinearNames' order, and
+// which of its FP8 operands are split over the tensor-parallel group (the input of a row-parallel
+// layer, the output gradient of a column-parallel one; the weights always are).
+struct LinearSite {
+  int index;
+  bool input_sharded;
+  bool output_gradient_sharded;
 };
 
 class RefBlock final : public TransformerBlock {
@@ -41,14 +54,29 @@ class RefBlock final : public TransformerBlock {
   void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) override;
   void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) override;
   void release(int slot) override;
+  void bind_fp8_scaling(Tensor amax, Tensor scale) override;
 
  private:
+  // in · weightᵀ (+ bias), in fp32 or, when the block runs in FP8, on FP8 operands; records the
+  // input's scale in `input_scale`.
+  void linear_forward_of(const LinearSite& site, float* out, const float* in, const Parameter& weight,
+                         const float* bias, int64_t n, int64_t in_dim, int64_t out_dim, const MicroBatch& mb,
+                         float& input_scale);
+  void linear_backward_of(const LinearSite& site, float* din, const Parameter& weight, float* dbias,
+                          const float* dout, const float* in, float input_scale, int64_t n, int64_t in_dim,
+                          int64_t out_dim, const MicroBatch& mb);
+
   std::shared_ptr<const Partition> part_;
   int layer_;
   std::string name_;  // "layers.<i>", for parameter names and messages
   std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
   SavedSlots<BlockActivations> saved_;
+  bool fp8_ = false;  // the recipe runs this block's GEMMs in FP8
+  // The scaling tensors' rows, in the core's memory once bound (bind_fp8_scaling), else in
+  // own_fp8_ (amax, then scale, each [kFp8BlockLinears, kFp8Operands]; scales 1).
+  std::vector<float> own_fp8_;
+  Fp8LinearScaling fp8_linears_[kFp8BlockLinears];
 };
 
 }  // namespace ptdp::kref

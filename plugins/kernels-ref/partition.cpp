@@ -64,7 +64,10 @@ Partition make_partition(const KernelsBinding& b) {
     require((b.tp->memory_kinds() & memory_bit(MemoryKind::Host)) != 0,
             "the tensor-parallel communicator '" + b.tp->name() + "' cannot move host memory");
   }
-  return Partition{m, b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>()};
+  if (b.fp8.enabled)
+    require(b.fp8.amax_history >= 1 && b.fp8.bf16_first_blocks >= 0 && b.fp8.bf16_last_blocks >= 0,
+            "the FP8 recipe needs an amax history of at least 1 step and non-negative counts of bf16 blocks");
+  return Partition{m, b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>(), b.fp8};
 }
 
 }  // namespace ptdp::kref

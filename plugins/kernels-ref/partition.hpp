@@ -16,6 +16,7 @@ struct Partition {
   int size = 1;
   Communicator* group = nullptr;  // null only when size == 1
   std::shared_ptr<ParameterRegistry> parameters;  // every parameter the layers made
+  Fp8Recipe fp8;                                  // which blocks cast their GEMMs' operands to FP8
 
   int64_t tokens() const { return int64_t{model.seq_len} * model.micro_batch; }  // s * b
   int64_t head_dim() const { return model.hidden / model.heads; }

@@ -27,6 +27,9 @@ class RefKernels : public LayerKernels {
   Device device() const override { return Device{MemoryKind::Host, 0}; }
   int device_count() const override { return 1; }
   DType activation_dtype() const override { return DType::F32; }
+  // FP8 is emulated (fp8_format.hpp), so that every part of the recipe but the GEMM kernels runs
+  // and is tested on the CPU.
+  uint32_t precisions() const override { return precision_bit(PrecisionSupport::Fp8Hybrid); }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ptdp/communicator.hpp"
+#include "ptdp/fp8.hpp"
 #include "ptdp/tensor.hpp"
 
 namespace ptdp {
@@ -97,6 +98,21 @@ class TransformerBlock {
   virtual void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) = 0;
   virtual void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) = 0;
   virtual void release(int slot) = 0;
+  // Since ABI 1.7, called once before the first forward when the binding's FP8 recipe is on and
+  // runs this block in FP8 (Fp8Recipe::block_in_fp8). amax and scale are F32
+  // [kFp8BlockLinears, kFp8Operands] in the kernels' memory, owned by the core: rows the linear
+  // layers in kFp8BlockLinearNames' order, columns Fp8Operand. Every training forward and
+  // backward raises amax to the largest |value| of each operand it casts (NaN-propagating, as
+  // amax_update; the tensor-parallel group's where the operand is sharded over it); the core
+  // reads and zeroes it once per step. Under delayed scaling the backend multiplies each operand
+  // by its entry of scale, which the core writes between steps; under tensorwise scaling it
+  // computes scales from amaxes and never reads scale. Evaluation (MicroBatch::training false)
+  // records nothing. A backend that runs no FP8 keeps this default.
+  virtual void bind_fp8_scaling(Tensor amax, Tensor scale) {
+    (void)amax;
+    (void)scale;
+    throw Error("this kernels plugin runs no FP8 GEMMs");
+  }
 };
 
 class HeadLayer {
@@ -125,6 +141,9 @@ struct KernelsBinding {
   int tp_size = 1;
   Communicator* tp = nullptr;  // the tensor-parallel group (size tp_size); may be null if 1
   int device_index = 0;        // the device the core placed this rank on (accelerator backends)
+  // Since ABI 1.7 (a host of an older minor refuses a 1.7 plugin, so it is always set when a
+  // plugin reads it). Off unless the plugin declares PrecisionSupport::Fp8Hybrid.
+  Fp8Recipe fp8;
 };
 
 struct AdamStep {
@@ -227,6 +246,10 @@ class LayerKernels {
   // before it (the flush). Called from the thread that computes, once the other thread has
   // enqueued what it is waited for.
   virtual void compute_waits_for_side() = 0;
+
+  // Since ABI 1.7. What the backend runs besides activation_dtype(): bits of PrecisionSupport.
+  // Asked before bind(); the core never asks a plugin of an older minor, which runs none.
+  virtual uint32_t precisions() const { return 0; }
 };
 
 }  // namespace ptdp
