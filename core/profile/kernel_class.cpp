@@ -33,6 +33,7 @@ const std::pair<const char*, KernelClass> kFusedPrefixes[] = {
     {"position_grad", KernelClass::Embedding},
     {"word_grad", KernelClass::Embedding},
     {"dropout_grad", KernelClass::Embedding},
+    {"fp8_", KernelClass::Fp8Cast},
 };
 
 }  // namespace
@@ -52,6 +53,7 @@ const char* kernel_class_name(KernelClass c) {
     case KernelClass::Embedding: return "embedding";
     case KernelClass::Collectives: return "collectives (NCCL)";
     case KernelClass::Copies: return "copies and memsets";
+    case KernelClass::Fp8Cast: return "FP8 casts";
     case KernelClass::Other: return "other";
   }
   return "other";

@@ -17,6 +17,7 @@ enum class KernelClass {
   LayerNorm,
   BiasDropoutAdd,
   BiasGrad,        // bias gradients as column sums
+  Fp8Cast,         // FP8 casts (with their transposes) and the amaxes their scales come from
   GradNorm,
   CrossEntropy,
   Embedding,

@@ -8,6 +8,7 @@ namespace ptdp::fused {
 
 Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, PluginLog log)
     : model_(binding.model),
+      fp8_(binding.fp8),
       options_(options),
       log_(std::move(log)),
       tp_rank_(binding.tp_rank),

@@ -40,6 +40,9 @@ struct BackendOptions {
   bool layer_norm_bias_grads = true;  // without dropout, the row-parallel biases' gradients summed by LayerNorm's backward
   bool one_pass_cross_entropy = false;     // the loss and its gradient in one kernel in forward (t = 1)
   bool first_backward_writes_gradients = true;  // weight-gradient GEMMs at beta 0 on the step's first backward
+  // Under precision.fp8: cuBLASLt's fast accumulation for the forward GEMMs, and for the gradients'.
+  bool fp8_forward_fast_accumulation = true;
+  bool fp8_gradient_fast_accumulation = false;
 };
 
 class Backend {
@@ -51,6 +54,7 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
 
   const ModelSpec& model() const { return model_; }
+  const Fp8Recipe& fp8() const { return fp8_; }
   const BackendOptions& options() const { return options_; }
   int tp_rank() const { return tp_rank_; }
   int tp_size() const { return tp_size_; }
@@ -92,6 +96,7 @@ class Backend {
 
  private:
   ModelSpec model_;
+  Fp8Recipe fp8_;
   BackendOptions options_;
   PluginLog log_;
   int tp_rank_ = 0;

@@ -88,7 +88,7 @@ size_t Gemm::PlanKeyHash::operator()(const PlanKey& k) const {
   mix(k.trans_a); mix(k.trans_b); mix(uint64_t(k.m)); mix(uint64_t(k.n)); mix(uint64_t(k.k));
   mix(uint64_t(k.lda)); mix(uint64_t(k.ldb)); mix(uint64_t(k.ldd)); mix(uint64_t(k.d_type));
   mix(k.accumulate); mix(uint64_t(k.epilogue)); mix(k.align_a); mix(k.align_b); mix(k.align_d);
-  mix(k.align_bias);
+  mix(k.align_bias); mix(uint64_t(k.a_type)); mix(uint64_t(k.b_type)); mix(k.fast_accumulation);
   return h;
 }
 
@@ -117,6 +117,16 @@ Gemm::~Gemm() {
   log_.write_failures("kernels-fused: destroying the cuBLAS handles", failures);
 }
 
+const float* Gemm::unit_scale() {
+  if (!unit_scale_) {
+    unit_scale_ = arena_->allocate(sizeof(float));
+    const float one = 1.0f;
+    PTDP_CALL(cudaMemcpyAsync(unit_scale_.get(), &one, sizeof one, cudaMemcpyHostToDevice, stream_));
+    PTDP_CALL(cudaStreamSynchronize(stream_));
+  }
+  return static_cast<const float*>(unit_scale_.get());
+}
+
 Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
@@ -140,8 +150,19 @@ Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   // Stored (column-major) shapes: A is m x k, or k x m when transposed; likewise B.
   const uint64_t a_rows = key.trans_a ? key.k : key.m, a_cols = key.trans_a ? key.m : key.k;
   const uint64_t b_rows = key.trans_b ? key.n : key.k, b_cols = key.trans_b ? key.k : key.n;
-  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, a_rows, a_cols, key.lda));
-  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, b_rows, b_cols, key.ldb));
+  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->a, key.a_type, a_rows, a_cols, key.lda));
+  PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->b, key.b_type, b_rows, b_cols, key.ldb));
+  if (key.a_type != CUDA_R_16BF) {
+    // FP8: cuBLASLt picks kernels that read the operands' scales from device memory only when the
+    // descriptor has scale pointers as it is asked for an algorithm; each launch sets its own.
+    const float* unit = unit_scale();
+    PTDP_CALL(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &unit, sizeof(unit)));
+    PTDP_CALL(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &unit, sizeof(unit)));
+  }
+  if (key.fast_accumulation) {
+    const int8_t fast = 1;
+    PTDP_CALL(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+  }
   PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->d, key.d_type, key.m, key.n, key.ldd));
 
   cublasLtMatmulPreference_t preference = nullptr;
@@ -192,7 +213,7 @@ Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   return *it->second;
 }
 
-void Gemm::autotune(Plan& plan, const PlanKey& key, const bf16* a, const bf16* b, void* d, float beta) {
+void Gemm::autotune(Plan& plan, const PlanKey& key, const void* a, const void* b, void* d, float beta) {
   const std::vector<cublasLtMatmulAlgo_t> candidates = std::move(plan.candidates);
   plan.candidates.clear();
   const size_t element = key.d_type == CUDA_R_32F ? 4 : 2;
@@ -274,20 +295,25 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
     throw Error("kernels-fused: a GeLU epilogue without its GeLU input matrix");
   if (aux && !gelu_epilogue_fits(m))
     throw Error("kernels-fused: GeLU epilogue on " + std::to_string(m) + " rows (must be a multiple of 8)");
-  const bool grads = epilogue.kind == Kind::BGradB;
   const void* bias_in = epilogue.bias;
   const PlanKey key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, beta != 0.0f, epilogue.kind,
                     alignment_of(a), alignment_of(b), alignment_of(d), bias_in ? alignment_of(bias_in) : 256u};
-  Plan& plan = plan_for(key);
+  launch(key, a, b, d, beta, epilogue, alpha);
+}
 
+void Gemm::launch(const PlanKey& key, const void* a, const void* b, void* d, float beta, const Epilogue& epilogue,
+                  float alpha, const float* a_scale, const float* b_scale) {
+  Plan& plan = plan_for(key);
+  const bool aux = epilogue.aux != nullptr;
+  const bool grads = epilogue.kind == Kind::BGradB;
   // cuBLASLt writes a bias gradient, it does not add to it. At beta 0 the weight gradient is
   // written too, and the bias gradient with it, straight into place when it is fp32; else
   // cuBLASLt sums into scratch, which is then added.
   const bool sums_in_place = grads && beta == 0.0f && plan.bias_type == CUDA_R_32F;
-  const int64_t sums = epilogue.kind == Kind::BGradB ? n : m;
+  const int64_t sums = epilogue.kind == Kind::BGradB ? key.n : key.m;
   std::shared_ptr<void> scratch;
   if (grads && !sums_in_place) scratch = arena_->allocate(size_t(sums) * (plan.bias_type == CUDA_R_32F ? 4 : 2));
-  const void* bias = sums_in_place ? epilogue.bias_grad : grads ? scratch.get() : bias_in;
+  const void* bias = sums_in_place ? epilogue.bias_grad : grads ? scratch.get() : epilogue.bias;
   if (epilogue.kind != Kind::None)
     PTDP_CALL(
         cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
@@ -296,11 +322,34 @@ void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
     PTDP_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                              &aux_pointer, sizeof(aux_pointer)));
   }
+  if (a_scale) {
+    PTDP_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale)));
+    PTDP_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale)));
+  }
   if (!plan.candidates.empty()) autotune(plan, key, a, b, d, beta);
   PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
                            &plan.algo, plan.workspace_bytes ? workspace_.get() : nullptr, plan.workspace_bytes,
                            stream_));
   if (scratch) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
+}
+
+void Gemm::fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, int64_t k, void* d,
+                  cudaDataType_t d_type, float beta, const bf16* bias, bool fast_accumulation) {
+  if (m == 0 || n == 0) return;
+  if (k == 0 || k % 16 != 0 || n % 16 != 0)
+    throw Error("kernels-fused: an FP8 GEMM of " + shape_text(m, n, k) +
+                ": cuBLASLt's FP8 kernels need k and n to be positive multiples of 16");
+  if (a.e5m2 && b.e5m2) throw Error("kernels-fused: an FP8 GEMM of two E5M2 operands (cuBLASLt takes at most one)");
+  // Column-major: Dᵀ[n, m] = B[n, k] · Aᵀ, so cuBLAS's A is our B (transposed: stored k x n, the
+  // "T" of the TN layout FP8 needs) and its B is our A (stored k x m).
+  Epilogue e;
+  if (bias) e.kind = Epilogue::Kind::Bias, e.bias = bias;
+  PlanKey key{true, false, n, m, k, k, k, n, d_type, beta != 0.0f, e.kind,
+              alignment_of(b.data), alignment_of(a.data), alignment_of(d), bias ? alignment_of(bias) : 256u};
+  key.a_type = b.e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+  key.b_type = a.e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+  key.fast_accumulation = fast_accumulation;
+  launch(key, b.data, a.data, d, beta, e, 1.0f, b.scale_inv, a.scale_inv);
 }
 
 void Gemm::linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,

@@ -50,6 +50,15 @@ enum class GemmWorkspaceScope {
   GradientEpilogues,
 };
 
+// An FP8 operand: [rows, inner] row-major with the inner (summed) dimension contiguous, in E4M3
+// or E5M2, and the device float that the product is multiplied by for it (the inverse of the
+// scale it was cast with).
+struct Fp8Matrix {
+  const void* data = nullptr;
+  bool e5m2 = false;
+  const float* scale_inv = nullptr;
+};
+
 class Gemm {
  public:
   using Epilogue = GemmEpilogue;
@@ -93,6 +102,15 @@ class Gemm {
   // cuBLASLt's aux matrix needs a leading dimension (the GeLU layer's width) divisible by 8.
   static bool gelu_epilogue_fits(int64_t width) { return width % 8 == 0; }
 
+  // D[m, n] = A[m, k] · B[n, k]ᵀ · a.scale_inv · b.scale_inv (+ beta · D), on FP8 operands that
+  // both have k contiguous: the one layout Hopper's FP8 tensor cores take, which is why the
+  // gradient GEMMs read transposed copies. D is row-major [m, n], bf16 or fp32; with `bias`
+  // (bf16 [n]) the epilogue adds it. fast_accumulation: cuBLASLt's FAST_ACCUM, which keeps
+  // partial sums in the tensor cores' own precision for longer (the forward's choice); without
+  // it they are promoted to fp32 more often (the gradients').
+  void fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, int64_t k, void* d,
+              cudaDataType_t d_type, float beta, const bf16* bias, bool fast_accumulation);
+
   // Column-major, as cuBLAS: C[m, n] = op(A) op(B) for `batch` products, operand i at base + i*stride.
   void batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
                int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc,
@@ -112,6 +130,8 @@ class Gemm {
     bool accumulate;
     Epilogue::Kind epilogue;
     uint32_t align_a, align_b, align_d, align_bias;
+    cudaDataType_t a_type = CUDA_R_16BF, b_type = CUDA_R_16BF;  // FP8 types for fp8_nt
+    bool fast_accumulation = false;
     bool operator==(const PlanKey&) const = default;
   };
   struct PlanKeyHash {
@@ -122,10 +142,17 @@ class Gemm {
   // Times the plan's candidate algorithms on these operands and keeps the fastest. D (and the
   // aux matrix and bias-gradient scratch) are written by the timing runs; an accumulated D is
   // kept in host memory meanwhile and put back, so the call that follows sees it unchanged.
-  void autotune(Plan& plan, const PlanKey& key, const bf16* a, const bf16* b, void* d, float beta);
+  void autotune(Plan& plan, const PlanKey& key, const void* a, const void* b, void* d, float beta);
+  // The GEMM of `key` with its epilogue, once the plan is made (matmul and fp8_nt).
+  void launch(const PlanKey& key, const void* a, const void* b, void* d, float beta, const Epilogue& epilogue,
+              float alpha, const float* a_scale = nullptr, const float* b_scale = nullptr);
+
+  // A device float holding 1: the scale pointers an FP8 plan is made with.
+  const float* unit_scale();
 
   cudaStream_t stream_;
   std::shared_ptr<DeviceArena> arena_;
+  std::shared_ptr<void> unit_scale_;
   PluginLog log_;
   cublasLtHandle_t lt_ = nullptr;
   cublasHandle_t blas_ = nullptr;

@@ -51,6 +51,16 @@ std::string check_model(const KernelsBinding& b) {
   if (!(m.layernorm_eps > 0.0f)) return "layernorm_eps must be positive";
   if (int64_t(m.seq_len) * m.micro_batch > (int64_t(1) << 31) - 1)
     return "seq_len * micro_batch exceeds the 32-bit token index";
+  if (b.fp8.enabled) {
+    // cuBLASLt's FP8 GEMMs need every summed and every output dimension a multiple of 16: the
+    // tokens (the weight gradients sum over them), the hidden size, and this rank's widths.
+    const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
+    const int64_t width = m.hidden / b.tp_size, ffn = m.ffn_hidden / b.tp_size;
+    if (tokens % 16 != 0 || m.hidden % 16 != 0 || width % 16 != 0 || ffn % 16 != 0)
+      return "FP8 GEMMs need seq_len * micro_batch (" + std::to_string(tokens) + "), hidden (" +
+             std::to_string(m.hidden) + "), hidden / t (" + std::to_string(width) + ") and ffn_hidden / t (" +
+             std::to_string(ffn) + ") to be multiples of 16";
+  }
   return "";
 }
 
@@ -75,6 +85,8 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
     options_.layer_norm_bias_grads = context.config->get_bool("layer_norm_bias_grads");
     options_.one_pass_cross_entropy = context.config->get_bool("one_pass_cross_entropy");
     options_.first_backward_writes_gradients = context.config->get_bool("first_backward_writes_gradients");
+    options_.fp8_forward_fast_accumulation = context.config->get_bool("fp8_forward_fast_accumulation");
+    options_.fp8_gradient_fast_accumulation = context.config->get_bool("fp8_gradient_fast_accumulation");
   } else {
     options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
   }
@@ -114,6 +126,22 @@ void KernelsFused::bind(const KernelsBinding& binding) {
                                  ", first backward writes the weight gradients " +
                                  (options_.first_backward_writes_gradients ? "on" : "off") + ", tensor-parallel rank " +
                                  std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
+}
+
+uint32_t KernelsFused::precisions() const {
+  // FP8 tensor cores came with compute capability 8.9 (Ada) and 9.0 (Hopper). Every GPU this
+  // process sees must have them, since the core has not yet placed the rank on one; attributes are
+  // read without creating a context.
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return 0;
+  for (int d = 0; d < devices; ++d) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess)
+      return 0;
+    if (major * 10 + minor < 89) return 0;
+  }
+  return precision_bit(PrecisionSupport::Fp8Hybrid);
 }
 
 int KernelsFused::device_count() const {
@@ -253,6 +281,7 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
     // copy is the same range of the parameter's.
     auto owner = b->parameter_holding(p.master.data);
     bf16* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
+    if (working) owner->working_changed();
     list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
                               p.exp_avg_sq.as<float>(), working, p.master.numel(),
                               p.weight_decay ? step.weight_decay : 0.0f});
@@ -303,8 +332,10 @@ void KernelsFused::params_updated() {
   auto& b = bound();
   std::vector<CastTensor> list;
   for (const auto& p : b->parameters())
-    if (p->working() && !p->placed_without_master() && p->numel() > 0)
+    if (p->working() && !p->placed_without_master() && p->numel() > 0) {
       list.push_back(CastTensor{p->master(), p->working(), p->numel(), nullptr});
+      p->working_changed();
+    }
   if (list.empty()) return;
   b->activate();
   const MultiTensorMetadata meta = pack_multi_tensor(list);
@@ -323,6 +354,7 @@ void KernelsFused::set_weights(const std::vector<ParamRef>& params) {
     // The working copy and the fp32 values the kernels read, in one pass over the given values.
     if (owner->numel() > 0 && (owner->working() || owner->master()))
       list.push_back(CastTensor{p.master.as<const float>(), owner->working(), owner->numel(), owner->master()});
+    owner->working_changed();
   }
   if (list.empty()) return;
   b->activate();

@@ -25,6 +25,8 @@ class KernelsFused final : public LayerKernels {
   Device device() const override { return Device{MemoryKind::Cuda, device_index_}; }
   int device_count() const override;
   DType activation_dtype() const override { return DType::BF16; }
+  // FP8 (the hybrid recipe) where every visible GPU has FP8 tensor cores.
+  uint32_t precisions() const override;
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

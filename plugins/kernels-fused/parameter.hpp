@@ -49,6 +49,10 @@ class Parameter {
   float* exp_avg() const { return state_ ? base() + 2 * stride_ : nullptr; }
   float* exp_avg_sq() const { return state_ ? base() + 3 * stride_ : nullptr; }
   bf16* working() const { return static_cast<bf16*>(working_.get()); }
+  // Counts the changes of the working copy (the optimizer step, set_weights, params_updated), so
+  // that a copy made from it, as FP8 weights are, is made again only when it changed.
+  uint64_t working_version() const { return working_version_; }
+  void working_changed() { ++working_version_; }
   ParamRef ref() const;
   // The master weights (copied on the stream) and the gradient move to the core's memory; this
   // parameter's own block goes back to the arena. A null master: the core keeps none, and the
@@ -67,6 +71,7 @@ class Parameter {
   bool placed_without_master_ = false;
   std::shared_ptr<void> own_master_;  // the fp32 values, placed without a master and read
   std::shared_ptr<void> working_;  // bf16 copy of master, or null
+  uint64_t working_version_ = 1;
 };
 
 }  // namespace ptdp::fused

@@ -47,6 +47,12 @@ const ptdp::ConfigKeySpec kSchema[] = {
     {"first_backward_writes_gradients", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
      "on the step's first backward the weight-gradient GEMMs write the blocks' weight gradients (beta 0), so no "
      "pass zeroes them first and none reads the zeros; false: they are zeroed, then added to"},
+    {"fp8_forward_fast_accumulation", ptdp::ConfigType::Bool, "true", 0, 0, nullptr,
+     "under precision.fp8, the forward FP8 GEMMs with cuBLASLt's fast accumulation (partial sums kept in the tensor "
+     "cores' precision longer); false: promoted to fp32 more often"},
+    {"fp8_gradient_fast_accumulation", ptdp::ConfigType::Bool, "false", 0, 0, nullptr,
+     "under precision.fp8, the input- and weight-gradient FP8 GEMMs with fast accumulation; false: the split "
+     "accumulation that gradients are usually given"},
 };
 
 }  // namespace

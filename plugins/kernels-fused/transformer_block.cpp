@@ -26,7 +26,18 @@ struct FusedTransformerBlock::Activations {
   DeviceBuffer<float> ln2_stats;  // mean | rstd         [2, tokens]
   DeviceBuffer<bf16> fc1;         // FC1 output: before its bias, or with it under gelu_epilogue [tokens, ffn]
   DeviceBuffer<bf16> act;         // gelu(fc1 + bias)     [tokens, ffn]
+  // Under FP8: each linear layer's input cast to E4M3 and transposed ([in, tokens]), which its
+  // weight gradient reads in place of ln1, ctx, ln2 and act, and the inverse of its scale.
+  DeviceBuffer<fp8> input_t[kFp8BlockLinears];
+  DeviceBuffer<float> input_scale_inv;  // [kFp8BlockLinears], kScaleStride apart
 };
+
+namespace {
+
+// The block's linear layers, in kFp8BlockLinearNames' order.
+constexpr int kQkv = 0, kProj = 1, kFc1 = 2, kFc2 = 3;
+
+}  // namespace
 
 FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, int layer_index)
     : backend_(std::move(backend)), layer_(layer_index), saved_("kernels-fused: block " + std::to_string(layer_index)) {
@@ -37,6 +48,11 @@ FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, i
   ffn_ = m.ffn_hidden / t;
   // A bf16 working copy for the GeLU epilogue, which reads its bias in bf16 (as QKV's).
   gelu_epilogue_ = backend_->options().gelu_epilogue && Gemm::gelu_epilogue_fits(ffn_);
+  if (backend_->fp8().block_in_fp8(layer_, m.layers)) {
+    fp8_ = std::make_unique<Fp8Linears>(*backend_, backend_->fp8());
+    // FP8 GEMMs run no GeLU epilogues here: the bias + GeLU kernels do that work.
+    gelu_epilogue_ = false;
+  }
   std::shared_ptr<Parameter>* const in_table_order[] = {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_,
                                                       &proj_weight_, &proj_bias_, &ln2_weight_, &ln2_bias_,
                                                       &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_};
@@ -82,14 +98,20 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   a->fc1 = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
   a->act = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
   auto partial = allocate_buffer<bf16>(arena, size_t(tokens * h));  // row-parallel GEMM outputs
+  if (fp8_) {
+    a->input_scale_inv = allocate_buffer<float>(arena, size_t(kScaleStride) * kFp8BlockLinears);
+    Parameter* const weights[kFp8BlockLinears] = {qkv_weight_.get(), proj_weight_.get(), fc1_weight_.get(),
+                                                  fc2_weight_.get()};
+    fp8_->prepare_weights(weights, mb.training);
+  }
 
   // Attention half.
   layer_norm_forward(x, ln1_weight_->master(), ln1_bias_->master(), a->ln1.get(), a->ln1_stats.get(),
                      a->ln1_stats.get() + tokens, tokens, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
-  gemm.linear_forward(a->ln1.get(), qkv_weight_->working(), qkv_bias_->working(), a->qkv.get(), tokens, h,
-                      3 * width_);
+  linear_forward(kQkv, a->ln1.get(), false, *qkv_weight_, qkv_bias_->working(), a->qkv.get(), h, 3 * width_, mb, *a,
+                 save);
   a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
-  gemm.linear_forward(a->ctx.get(), proj_weight_->working(), nullptr, partial.get(), tokens, width_, h);
+  linear_forward(kProj, a->ctx.get(), true, *proj_weight_, nullptr, partial.get(), width_, h, mb, *a, save);
   backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
   const DropoutSite attention_dropout = backend_->dropout_site(mb, 1 + 2 * layer_);
   if (backend_->options().fused_residual_layer_norm) {
@@ -110,15 +132,96 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
     gemm.linear_forward_gelu(a->ln2.get(), fc1_weight_->working(), fc1_bias_->working(), a->act.get(),
                              a->fc1.get(), tokens, h, ffn_);
   } else {
-    gemm.linear_forward(a->ln2.get(), fc1_weight_->working(), nullptr, a->fc1.get(), tokens, h, ffn_);
+    linear_forward(kFc1, a->ln2.get(), false, *fc1_weight_, nullptr, a->fc1.get(), h, ffn_, mb, *a, save);
     bias_gelu_forward(a->fc1.get(), fc1_bias_->master(), a->act.get(), tokens, ffn_, k);
   }
-  gemm.linear_forward(a->act.get(), fc2_weight_->working(), nullptr, partial.get(), tokens, ffn_, h);
+  linear_forward(kFc2, a->act.get(), true, *fc2_weight_, nullptr, partial.get(), ffn_, h, mb, *a, save);
   backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
   bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<bf16>(), tokens, h,
                            backend_->dropout_site(mb, 2 + 2 * layer_), k);
 
+  if (fp8_) a->ln1 = a->ln2 = a->act = {};  // the weight gradients read the FP8 transposes instead
   if (save) saved_.put(mb.slot, std::move(a));
+}
+
+void FusedTransformerBlock::linear_forward(int k, const bf16* x, bool x_sharded, Parameter& weight, const bf16* bias,
+                                           bf16* y, int64_t in, int64_t out, const MicroBatch& mb, Activations& a,
+                                           bool save) {
+  const ModelSpec& m = backend_->model();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
+  if (!fp8_) return backend_->gemm().linear_forward(x, weight.working(), bias, y, tokens, in, out);
+  auto x8 = allocate_buffer<fp8>(backend_->arena(), size_t(tokens * in));
+  if (save) a.input_t[k] = allocate_buffer<fp8>(backend_->arena(), size_t(tokens * in));
+  float* scale_inv = a.input_scale_inv.get() + kScaleStride * k;
+  fp8_->cast(k, Fp8Operand::Input, x, tokens, in, x_sharded, mb.training, x8.get(), a.input_t[k].get(), scale_inv);
+  backend_->gemm().fp8_nt(Fp8Matrix{x8.get(), false, scale_inv}, fp8_->weight(k), tokens, out, in, y, CUDA_R_16BF,
+                          0.0f, bias, backend_->options().fp8_forward_fast_accumulation);
+}
+
+void FusedTransformerBlock::fp8_linear_backward(int k, const bf16* dy, bool dy_sharded, Parameter& weight, bf16* dx,
+                                                int64_t in, int64_t out, const Activations& a, bool accumulate) {
+  const ModelSpec& m = backend_->model();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
+  DeviceArena& arena = backend_->arena();
+  auto dy8 = allocate_buffer<fp8>(arena, size_t(tokens * out));
+  auto dy8_t = allocate_buffer<fp8>(arena, size_t(tokens * out));
+  auto scale_inv = allocate_buffer<float>(arena, 1);
+  fp8_->cast(k, Fp8Operand::OutputGradient, dy, tokens, out, dy_sharded, true, dx ? dy8.get() : nullptr, dy8_t.get(),
+             scale_inv.get());
+  const bool fast = backend_->options().fp8_gradient_fast_accumulation;
+  if (dx)
+    backend_->gemm().fp8_nt(Fp8Matrix{dy8.get(), true, scale_inv.get()}, fp8_->weight_transposed(k), tokens, in, out,
+                            dx, CUDA_R_16BF, 0.0f, nullptr, fast);
+  backend_->gemm().fp8_nt(Fp8Matrix{dy8_t.get(), true, scale_inv.get()},
+                          Fp8Matrix{a.input_t[k].get(), false, a.input_scale_inv.get() + kScaleStride * k}, out, in, tokens,
+                          weight.grad(), CUDA_R_32F, accumulate ? 1.0f : 0.0f, nullptr, fast);
+}
+
+void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const bf16* dy, bf16* din, Activations& a) {
+  // The bf16 backward's order, with the FP8 GEMMs and without cuBLASLt epilogues: bias gradients
+  // come from the column-sum and bias + GeLU kernels.
+  const ModelSpec& m = backend_->model();
+  const KernelContext& k = backend_->kernel_context();
+  DeviceArena& arena = backend_->arena();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  const bool accumulate = start_gradients(mb);
+  auto d_branch = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  auto d_ln = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  auto d_h = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  auto d_ffn = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
+
+  // MLP half.
+  const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
+  if (mlp.bias_grad) column_sum_accumulate(mlp.grad, tokens, h, mlp.bias_grad, k);
+  fp8_linear_backward(kFc2, mlp.grad, false, *fc2_weight_, d_ffn.get(), ffn_, h, a, accumulate);
+  bias_gelu_backward(d_ffn.get(), a.fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_, k);
+  fp8_linear_backward(kFc1, d_ffn.get(), true, *fc1_weight_, d_ln.get(), h, ffn_, a, accumulate);
+  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  layer_norm_backward(d_ln.get(), a.h.get(), ln2_weight_->master(), a.ln2_stats.get(), a.ln2_stats.get() + tokens,
+                      dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k, mlp.layer_norm_sum);
+  d_ffn = {};
+
+  // Attention half.
+  auto d_ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
+  auto d_qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
+  const BranchGradient attn =
+      branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
+  if (attn.bias_grad) column_sum_accumulate(attn.grad, tokens, h, attn.bias_grad, k);
+  fp8_linear_backward(kProj, attn.grad, false, *proj_weight_, d_ctx.get(), width_, h, a, accumulate);
+  backend_->attention().backward(a.qkv.get(), a.ctx.get(), d_ctx.get(), a.attention.get(), d_qkv.get());
+  column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
+  fp8_linear_backward(kQkv, d_qkv.get(), true, *qkv_weight_, d_ln.get(), h, 3 * width_, a, accumulate);
+  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  layer_norm_backward(d_ln.get(), a.x.get(), ln1_weight_->master(), a.ln1_stats.get(), a.ln1_stats.get() + tokens,
+                      d_h.get(), din, ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k, attn.layer_norm_sum);
+}
+
+void FusedTransformerBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
+  const std::string where = "block " + std::to_string(layer_) + " bind_fp8_scaling: ";
+  if (!fp8_) throw Error("kernels-fused: " + where + "this block runs no FP8 GEMMs under the binding's recipe");
+  backend_->expect(amax, DType::F32, MemoryKind::Cuda, {kFp8BlockLinears, kFp8Operands}, where + "amax");
+  backend_->expect(scale, DType::F32, MemoryKind::Cuda, {kFp8BlockLinears, kFp8Operands}, where + "scale");
+  fp8_->bind(amax.as<float>(), scale.as<const float>());
 }
 
 void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
@@ -128,6 +231,7 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
+  if (fp8_) return backward_fp8(mb, dout.as<const bf16>(), din.as<bf16>(), *a);
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   Gemm& gemm = backend_->gemm();

@@ -9,6 +9,7 @@
 
 #include "backend.hpp"
 #include "dropout.hpp"
+#include "fp8_linears.hpp"
 #include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
@@ -21,6 +22,7 @@ class FusedTransformerBlock final : public TransformerBlock {
   void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) override;
   void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) override;
   void release(int slot) override;
+  void bind_fp8_scaling(Tensor amax, Tensor scale) override;
 
  private:
   struct Activations;
@@ -38,6 +40,16 @@ class FusedTransformerBlock final : public TransformerBlock {
   // they write them).
   bool start_gradients(const MicroBatch& mb);
   BranchGradient branch_backward(const bf16* dout, bf16* scratch, Parameter& bias, const DropoutSite& dropout);
+  // y[tokens, out] = x[tokens, in] · weightᵀ (+ bias), linear k of kFp8BlockLinearNames' order:
+  // in bf16, or on FP8 operands when the block runs in FP8 (then, with `saved`, the input's FP8
+  // transpose and scale are kept there for the weight gradient).
+  void linear_forward(int k, const bf16* x, bool x_sharded, Parameter& weight, const bf16* bias, bf16* y,
+                      int64_t in, int64_t out, const MicroBatch& mb, Activations& a, bool save);
+  // Under FP8: the input gradient dx[tokens, in] = dy · weight (when dx is not null) and the weight
+  // gradient from dy and the saved input, on FP8 operands.
+  void fp8_linear_backward(int k, const bf16* dy, bool dy_sharded, Parameter& weight, bf16* dx, int64_t in,
+                           int64_t out, const Activations& a, bool accumulate);
+  void backward_fp8(const MicroBatch& mb, const bf16* dy, bf16* din, Activations& a);
 
   std::shared_ptr<Backend> backend_;
   int layer_;
@@ -47,6 +59,7 @@ class FusedTransformerBlock final : public TransformerBlock {
   std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
   SavedSlots<std::shared_ptr<Activations>> saved_;
+  std::unique_ptr<Fp8Linears> fp8_;  // when the recipe runs this block in FP8
 };
 
 }  // namespace ptdp::fused

@@ -39,6 +39,13 @@
 #   gemm-profile  the settings of `gemm`, each under --profile twice: GEMM, bias + GeLU and idle ms a step
 #   adam-bandwidth  kernels-fused's Adam over half the 1.3B model's parameters against cudaMemcpy
 #            between device buffers: the device's own ceiling for streaming DRAM traffic
+#   fp8      FP8 (precision.fp8 = "hybrid"): 20 steps of a small GPT on the GPU against kernels-ref's
+#            emulation of the same recipe on the CPU, tensorwise and delayed; the 1.3B model's
+#            step, bf16 against both recipes (ptdp-host ab); an FP8 step profiled
+#   fp8-parity  loss parity: the 1.3B model trained PARITY_STEPS (1000) steps on the shipped corpus in
+#            2000 SentencePiece pieces (data/corpus-sp2k.*, made here by the two commands at the top of
+#            examples/gpt-tiny-cpu-sentencepiece.toml and carried), bf16 against FP8 tensorwise and
+#            delayed from the same initialization and batches: bench/loss_parity.py and the curves
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
 #            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz); PROFILE_SET
 #            ("KEY=VALUE ...") sets manifest keys for both runs
@@ -159,7 +166,7 @@ tests)
   row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
   grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
   # Every setting of the fusion options against kernels-ref (tests/kernels_conformance).
-  PTDP_CONFORMANCE_KERNELS="$KERNELS_CONFORMANCE" timeout 300 "$B/bin/test-conformance-kernels" \
+  CUBLASLT_LOG_LEVEL=${CUBLASLT_LOG_LEVEL:-0} PTDP_CONFORMANCE_KERNELS="$KERNELS_CONFORMANCE" timeout 300 "$B/bin/test-conformance-kernels" \
     > "$OUT/conformance-kernels.log" 2>&1
   rc=$?
   row "conformance suite, kernels-fused settings" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/conformance-kernels.log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log") fail (exit $rc)"
@@ -188,6 +195,43 @@ print(f"{'PASS' if worst < 2e-2 else 'FAIL'}: max relative difference {worst:.2e
       f"loss {cpu[0]:.4f} -> {cpu[-1]:.4f} (CPU), {gpu[0]:.4f} -> {gpu[-1]:.4f} (GPU)")
 PY
 )"
+  ;;
+fp8)
+  small=(--nproc 1 --set parallel.pipeline=1 --set parallel.tensor=1 --set parallel.data=1
+         --set parallel.virtual_stages=1 --set 'plugins.scheduler="sched-1f1b"' --set run.steps=20
+         --set model.hidden=256 --set model.heads=4 --set parallel.micro_batch=8 --set parallel.global_batch=8
+         --set optimizer.lr=5e-4 --set 'precision.fp8="hybrid"')
+  for recipe in tensorwise delayed; do
+    "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --set "precision.fp8_recipe=\"$recipe\"" \
+      --metrics "$OUT/fp8-$recipe-cpu.jsonl" > "$OUT/fp8-$recipe-cpu.log" 2>&1
+    "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --set "precision.fp8_recipe=\"$recipe\"" \
+      --set 'plugins.kernels="kernels-fused"' --set 'plugins.communicator="comm-nccl"' --set 'precision.params="bf16"' \
+      --metrics "$OUT/fp8-$recipe-gpu.jsonl" > "$OUT/fp8-$recipe-gpu.log" 2>&1
+    row "FP8 $recipe, 20 steps, GPU vs CPU" "$(loss_gap "$OUT/fp8-$recipe-gpu.jsonl" "$OUT/fp8-$recipe-cpu.jsonl" 20)"
+    tail -2 "$OUT/fp8-$recipe-gpu.log"
+  done
+  fp8=(--set 'precision.fp8="hybrid"')
+  "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fp8" \
+    --arm bf16 --arm fp8 "${fp8[@]}" --arm fp8-delayed "${fp8[@]}" --set 'precision.fp8_recipe="delayed"' \
+    > "$OUT/ab-fp8.log" 2>&1
+  row "ab: bf16 against FP8, 1.3B b=4" "exit $?"
+  ab_report ab-fp8
+  RUN_LIMIT_S=300 timed_run fp8-profile examples/gpt-1gpu.toml --set run.steps=8 --set run.log_every=8 "${fp8[@]}" \
+    --profile --trace-steps 5 > /dev/null
+  sed -n '/profile of rank/,/summed over streams/p' "$OUT/fp8-profile.log" | tee -a "$table"
+  ;;
+fp8-parity)
+  steps=${PARITY_STEPS:-1000}
+  sp=(--set model.vocab=2000 --set 'data.path="data/corpus-sp2k.bin"' --set 'data.tokenizer="data/corpus-sp2k.model"'
+      --set run.steps=$steps --set run.log_every=100 --set optimizer.warmup_steps=100 --set optimizer.decay_steps=$steps)
+  fp8=(--set 'precision.fp8="hybrid"')
+  RUN_LIMIT_S=400 timed_run parity-bf16 examples/gpt-1gpu.toml "${sp[@]}"
+  RUN_LIMIT_S=400 timed_run parity-fp8 examples/gpt-1gpu.toml "${sp[@]}" "${fp8[@]}"
+  RUN_LIMIT_S=400 timed_run parity-fp8-delayed examples/gpt-1gpu.toml "${sp[@]}" "${fp8[@]}" --set 'precision.fp8_recipe="delayed"'
+  (cd "$OUT" && python3 "$OLDPWD/bench/loss_parity.py" parity-bf16.jsonl parity-fp8.jsonl parity-fp8-delayed.jsonl) | tee -a "$table"
+  "$HOST" plot "$OUT/parity-bf16.jsonl" "$OUT/parity-fp8.jsonl" "$OUT/parity-fp8-delayed.jsonl" \
+    --title "1.3B GPT, bf16 against FP8" --svg "$RESULTS/fp8-parity.svg"
+  cp "$OUT"/parity-*.jsonl "$RESULTS/" 2>/dev/null
   ;;
 conformance)
   for comm in comm-ucx:cuda comm-nccl; do

@@ -51,6 +51,8 @@ TEST(KernelClass, KernelsFusedByFunctionName) {
       {"cross_entropy_row_stats_kernel<8>(__nv_bfloat16 const*)", KernelClass::CrossEntropy},
       {"softmax_forward_warp<4>(float*)", KernelClass::Softmax},
       {"word_grad_kernel(float*)", KernelClass::Embedding},
+      {"fp8_cast_kernel<(__nv_fp8_interpretation_t)0>(__nv_bfloat16 const*, long)", KernelClass::Fp8Cast},
+      {"fp8_amax_kernel(__nv_bfloat16 const*, long, float*)", KernelClass::Fp8Cast},
       {"cast_chunks_kernel(float*)", KernelClass::Other},
   };
   for (const auto& [name, expected] : cases)

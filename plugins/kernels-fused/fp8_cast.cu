@@ -1,0 +1,194 @@
+#include "fp8_cast.hpp"
+
+#include <algorithm>
+#include <cfloat>
+
+#include "ptdp/checked_call_cuda.hpp"
+#include "ptdp/error.hpp"
+
+namespace ptdp::fused {
+namespace {
+
+// The largest |value| as an int: non-negative floats order as their bit patterns do, and every
+// NaN with the sign cleared lies above infinity, so an integer max keeps NaN.
+__device__ __forceinline__ int magnitude_bits(float v) { return __float_as_int(fabsf(v)); }
+
+__device__ __forceinline__ int max_bits(int a, int b) { return a > b ? a : b; }
+
+__device__ __forceinline__ void atomic_max_magnitude(float* target, int bits) {
+  atomicMax(reinterpret_cast<int*>(target), bits);
+}
+
+__device__ __forceinline__ int max_bits_of_bf16x8(const uint4& raw) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  int bits = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = __bfloat1622float2(h[k]);
+    bits = max_bits(bits, max_bits(magnitude_bits(f.x), magnitude_bits(f.y)));
+  }
+  return bits;
+}
+
+// A block's maximum of each thread's `bits`, valid in thread 0. Every thread of the block calls it.
+__device__ int block_max_bits(int bits) {
+  __shared__ int warp_max[32];
+  for (int offset = 16; offset > 0; offset /= 2) bits = max_bits(bits, __shfl_xor_sync(0xffffffffu, bits, offset));
+  const int linear = threadIdx.y * blockDim.x + threadIdx.x;
+  const int warps = (blockDim.x * blockDim.y + 31) / 32;
+  if (linear % 32 == 0) warp_max[linear / 32] = bits;
+  __syncthreads();
+  bits = linear < warps ? warp_max[linear] : 0;
+  if (linear < 32)
+    for (int offset = 16; offset > 0; offset /= 2) bits = max_bits(bits, __shfl_xor_sync(0xffffffffu, bits, offset));
+  return bits;
+}
+
+constexpr int kAmaxThreads = 256;
+constexpr int kAmaxUnroll = 4;
+
+// Each block reduces its part to scratch.partials; the last block to finish reduces those, writes
+// *amax and sets the counter back to zero, so that nothing needs zeroing between casts.
+__global__ void fp8_amax_kernel(const uint4* __restrict__ x, int64_t vectors, float* amax, Fp8AmaxScratch scratch) {
+  int bits = 0;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + (kAmaxUnroll - 1) * stride < vectors; i += kAmaxUnroll * stride) {
+    uint4 raw[kAmaxUnroll];
+#pragma unroll
+    for (int u = 0; u < kAmaxUnroll; ++u) raw[u] = __ldcs(x + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kAmaxUnroll; ++u) bits = max_bits(bits, max_bits_of_bf16x8(raw[u]));
+  }
+  for (; i < vectors; i += stride) bits = max_bits(bits, max_bits_of_bf16x8(__ldcs(x + i)));
+  bits = block_max_bits(bits);
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    reinterpret_cast<int*>(scratch.partials)[blockIdx.x] = bits;
+    __threadfence();
+    last = atomicAdd(scratch.counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  bits = 0;
+  for (int b = threadIdx.x; b < int(gridDim.x); b += blockDim.x)
+    bits = max_bits(bits, reinterpret_cast<volatile int*>(scratch.partials)[b]);
+  bits = block_max_bits(bits);
+  if (threadIdx.x == 0) {
+    *reinterpret_cast<int*>(amax) = bits;
+    *scratch.counter = 0;
+  }
+}
+
+// ptdp::fp8_scale (ptdp/fp8.hpp) on the device: the same arithmetic in double.
+__device__ float scale_from_amax(float amax, float format_max, int margin) {
+  if (!isfinite(amax)) return __int_as_float(0x7fc00000);
+  if (amax <= 0.0f) return 1.0f;
+  const double scale = ldexp(double(format_max) / double(amax), -margin);
+  return scale > double(FLT_MAX) ? FLT_MAX : float(scale);
+}
+
+// A 64 x 64 tile per block of 256 threads. Each thread reads 16 bytes (8 bf16) of a row twice,
+// writes their 8 FP8 bytes as they are, and keeps them in shared memory; then writes 16 bytes of
+// the transpose: 16 consecutive rows of one column. Every global access is a whole 8 or 16 bytes.
+constexpr int kTileRows = 64, kTileCols = 64, kCastThreads = 256;
+constexpr int kTilePitch = kTileCols + 4;  // bytes a tile row takes in shared memory: no bank conflicts down a column
+
+template <__nv_fp8_interpretation_t Kind>
+__global__ void fp8_cast_kernel(const bf16* __restrict__ x, int64_t rows, int64_t cols, Fp8ScaleSource source,
+                                float format_max, fp8* __restrict__ out, fp8* __restrict__ out_t, float* scale_inv,
+                                float* record) {
+  __shared__ __align__(16) fp8 tile[kTileRows * kTilePitch];
+  const float scale = source.scale ? *source.scale : scale_from_amax(*source.amax, format_max, source.margin);
+  const int64_t row0 = int64_t(blockIdx.y) * kTileRows, col0 = int64_t(blockIdx.x) * kTileCols;
+  int bits = 0;
+#pragma unroll
+  for (int pass = 0; pass < 2; ++pass) {
+    const int v = pass * kCastThreads + threadIdx.x;  // which 8 columns of which row of the tile
+    const int r = v / (kTileCols / 8), c = (v % (kTileCols / 8)) * 8;
+    const int64_t row = row0 + r, col = col0 + c;
+    if (row < rows && col < cols) {
+      const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(x + row * cols + col));
+      if (record && source.scale) bits = max_bits(bits, max_bits_of_bf16x8(raw));
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      uint2 packed;
+      fp8* q = reinterpret_cast<fp8*>(&packed);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = __bfloat1622float2(h[k]);
+        q[2 * k] = __nv_cvt_float_to_fp8(f.x * scale, __NV_SATFINITE, Kind);
+        q[2 * k + 1] = __nv_cvt_float_to_fp8(f.y * scale, __NV_SATFINITE, Kind);
+      }
+      if (out) *reinterpret_cast<uint2*>(out + row * cols + col) = packed;
+      if (out_t) {
+        *reinterpret_cast<uint32_t*>(tile + r * kTilePitch + c) = packed.x;
+        *reinterpret_cast<uint32_t*>(tile + r * kTilePitch + c + 4) = packed.y;
+      }
+    }
+  }
+  if (out_t) {
+    __syncthreads();
+    // 16 rows of column c; a warp writes 64 contiguous bytes of each of 8 columns of out_t.
+    const int c = threadIdx.x / 4, r = (threadIdx.x % 4) * 16;
+    const int64_t col = col0 + c, row = row0 + r;
+    if (col < cols && row < rows) {
+      uint4 packed;
+      fp8* q = reinterpret_cast<fp8*>(&packed);
+#pragma unroll
+      for (int k = 0; k < 16; ++k) q[k] = tile[(r + k) * kTilePitch + c];
+      *reinterpret_cast<uint4*>(out_t + col * rows + row) = packed;
+    }
+  }
+  if (record && !source.scale) {
+    // Tensorwise: the amax the scale came from.
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+      atomic_max_magnitude(record, magnitude_bits(*source.amax));
+  } else if (record) {
+    bits = block_max_bits(bits);
+    if (threadIdx.x == 0) atomic_max_magnitude(record, bits);
+  }
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
+}
+
+__global__ void fp8_record_kernel(Fp8AmaxRecords records) {
+  const int i = threadIdx.x;
+  if (i < records.count) atomic_max_magnitude(records.record[i], __float_as_int(*records.value[i]));
+}
+
+}  // namespace
+
+void fp8_amax(const bf16* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx) {
+  if (n % 8 != 0) throw Error("kernels-fused: fp8_amax over " + std::to_string(n) + " values (must be a multiple of 8)");
+  const int64_t vectors = n / 8;
+  const int blocks = int(std::max<int64_t>(1, std::min<int64_t>(blocks_for(vectors, kAmaxThreads * kAmaxUnroll),
+                                                                Fp8AmaxScratch::kMaxBlocks)));
+  fp8_amax_kernel<<<blocks, kAmaxThreads, 0, ctx.stream>>>(reinterpret_cast<const uint4*>(x), vectors, amax, scratch);
+  PTDP_LAUNCH_CHECK(fp8_amax_kernel);
+}
+
+void fp8_cast(const bf16* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
+              fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx) {
+  if (rows % 16 != 0 || cols % 16 != 0)
+    throw Error("kernels-fused: an FP8 cast of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                " values (both must be multiples of 16)");
+  if (rows == 0 || cols == 0) return;
+  const dim3 grid(unsigned((cols + kTileCols - 1) / kTileCols), unsigned((rows + kTileRows - 1) / kTileRows));
+  if (kind == Fp8Kind::E4M3) {
+    fp8_cast_kernel<__NV_E4M3><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 448.0f, out, out_t,
+                                                                       scale_inv, record);
+    PTDP_LAUNCH_CHECK(fp8_cast_kernel<__NV_E4M3>);
+  } else {
+    fp8_cast_kernel<__NV_E5M2><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 57344.0f, out, out_t,
+                                                                       scale_inv, record);
+    PTDP_LAUNCH_CHECK(fp8_cast_kernel<__NV_E5M2>);
+  }
+}
+
+void fp8_record_amax(const Fp8AmaxRecords& records, const KernelContext& ctx) {
+  if (records.count == 0) return;
+  fp8_record_kernel<<<1, 32, 0, ctx.stream>>>(records);
+  PTDP_LAUNCH_CHECK(fp8_record_kernel);
+}
+
+}  // namespace ptdp::fused

@@ -1,0 +1,59 @@
+#pragma once
+// The FP8 side of one transformer block's four linear layers, under the hybrid recipe of
+// ptdp/fp8.hpp: the weights' FP8 copies (as stored, for the forward; transposed, for the input
+// gradient), made again only when a weight's working copy changed, so once per optimizer step and
+// not per microbatch; the casts of the layers' inputs and output gradients; and the amax and scale
+// tensors the core bound (TransformerBlock::bind_fp8_scaling), or the block's own until it does.
+#include <cstdint>
+
+#include "backend.hpp"
+#include "fp8_cast.hpp"
+#include "ptdp/fp8.hpp"
+
+namespace ptdp::fused {
+
+class Fp8Linears {
+ public:
+  Fp8Linears(Backend& backend, const Fp8Recipe& recipe);
+
+  // amax and scale: F32 [kFp8BlockLinears, kFp8Operands] on the backend's device.
+  void bind(float* amax, const float* scale);
+
+  // Before a forward: makes the FP8 copies of each weight whose working copy changed since they
+  // were made (weights[k] is linear k's, [out, in]); while training, records the weights' amaxes
+  // for this step.
+  void prepare_weights(Parameter* const (&weights)[kFp8BlockLinears], bool training);
+  Fp8Matrix weight(int k) const;             // [out, in], E4M3
+  Fp8Matrix weight_transposed(int k) const;  // [in, out], E4M3
+
+  // Casts linear k's input x [rows, cols] (E4M3) or output gradient (E5M2) into `out`
+  // ([rows, cols]) and `transposed` ([cols, rows], or null), and writes the inverse of the scale
+  // to *scale_inv. `sharded`: the tensor is split over the tensor-parallel group (its amax is the
+  // group's under tensorwise scaling). While training, the amax is recorded.
+  void cast(int k, Fp8Operand operand, const bf16* x, int64_t rows, int64_t cols, bool sharded, bool training,
+            fp8* out, fp8* transposed, float* scale_inv);
+
+ private:
+  struct WeightCopy {
+    DeviceBuffer<fp8> data, transposed;
+    uint64_t version = 0;  // the working copy's version it was made from; 0: none yet
+  };
+  float* amax_slot(int k, Fp8Operand operand) const { return amax_ + k * kFp8Operands + int(operand); }
+  const float* scale_slot(int k, Fp8Operand operand) const { return scale_ + k * kFp8Operands + int(operand); }
+  float* weight_scale_inv(int k) const { return state_.get() + kScaleStride * k; }
+
+  Backend& backend_;
+  Fp8Recipe recipe_;
+  DeviceBuffer<float> own_;  // amax | scale, each [kFp8BlockLinears, kFp8Operands], until bound
+  float* amax_ = nullptr;
+  const float* scale_ = nullptr;
+  // Per linear, kScaleStride floats apart: the weight's scale inverse, then its amax; then one amax
+  // that a tensorwise cast reduces.
+  DeviceBuffer<float> state_;
+  DeviceBuffer<float> amax_partials_;
+  DeviceBuffer<unsigned> amax_counter_;
+  Fp8AmaxScratch amax_scratch_;
+  WeightCopy weights_[kFp8BlockLinears];
+};
+
+}  // namespace ptdp::fused
