@@ -49,6 +49,16 @@ std::string loss_statement(const Comparison& c) {
   if (!c.same_training)
     return fmt::format("The arms train different things ({}): their losses are not expected to agree ({}).",
                        key_list(c.differences, true), measured);
+  if (c.rounding_differs) {
+    std::string formats;
+    for (const auto& d : c.differences)
+      if (d.changes_rounding) formats += (formats.empty() ? "" : ", ") + d.key;
+    return fmt::format("The arms train the same model in other number formats ({}): their losses differ by design, so "
+                       "they are measured, not judged: relative gap {:.2e} on average, {:.2e} at the last step, "
+                       "largest {:.2e} at step {}.",
+                       formats, c.losses.mean_rel_diff, c.losses.last_rel_diff, c.losses.max_rel_diff,
+                       c.losses.worst_step);
+  }
   const std::string how = key_list(c.differences, false);
   const std::string what = how.empty() ? "The arms run the same settings" : "Only how the model is trained differs (" + how + ")";
   if (c.losses.equivalent)
@@ -98,6 +108,8 @@ AbAnalysis analyse_ab(std::vector<ArmSummary> arms, const AbMethod& method) {
     if (base.header && arm.header) c.differences = setting_differences(base.header->settings, arm.header->settings);
     c.same_training = std::none_of(c.differences.begin(), c.differences.end(),
                                    [](const SettingDifference& d) { return d.changes_training; });
+    c.rounding_differs = c.same_training && std::any_of(c.differences.begin(), c.differences.end(),
+                                                        [](const SettingDifference& d) { return d.changes_rounding; });
     c.statement = loss_statement(c);
     analysis.comparisons.push_back(std::move(c));
   }

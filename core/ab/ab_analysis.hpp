@@ -51,6 +51,7 @@ struct Comparison {
   double loss_tolerance = 0;
   std::vector<SettingDifference> differences;
   bool same_training = true;  // no difference changes what is trained
+  bool rounding_differs = false;  // same_training, but in other number formats: losses differ by design
   std::string statement;      // the loss-parity finding in words
 };
 

@@ -47,7 +47,8 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
   nlohmann::ordered_json differences = nlohmann::ordered_json::array();
   for (const auto& d : c.differences)
     differences.push_back(
-        {{"key", d.key}, {"baseline", d.baseline}, {"arm", d.arm}, {"changes_training", d.changes_training}});
+        {{"key", d.key}, {"baseline", d.baseline}, {"arm", d.arm}, {"changes_training", d.changes_training},
+         {"changes_rounding", d.changes_rounding}});
   return {{"baseline", c.baseline},
           {"arm", c.arm},
           {"ratio", number(c.ratio)},
@@ -59,6 +60,9 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
           {"loss_worst_step", c.losses.worst_step},
           {"loss_tolerance", c.loss_tolerance},
           {"losses_equivalent", c.losses.equivalent},
+          {"losses_differ_by_design", c.rounding_differs},
+          {"loss_mean_rel_diff", number(c.losses.mean_rel_diff)},
+          {"loss_last_rel_diff", number(c.losses.last_rel_diff)},
           {"same_training", c.same_training},
           {"loss_statement", c.statement},
           {"setting_differences", differences}};
@@ -112,7 +116,8 @@ std::string ab_report_markdown(const AbAnalysis& analysis, const AbMethod& metho
                     analysis.arms.front().arm.name, method.confidence * 100);
   for (const auto& c : analysis.comparisons)
     md += fmt::format("| {} | {:.3f} | [{:.3f}, {:.3f}] | {:.2g} | {} | {:.2e} | {} |\n", c.arm, c.ratio, c.ci_low,
-                      c.ci_high, c.p_value, c.verdict, c.losses.max_rel_diff, c.losses.equivalent ? "yes" : "no");
+                      c.ci_high, c.p_value, c.verdict, c.losses.max_rel_diff,
+                      c.rounding_differs ? "differ by design" : c.losses.equivalent ? "yes" : "no");
   md += "\n";
   for (const auto& c : analysis.comparisons) md += fmt::format("- **{}**: {}\n", c.arm, c.statement);
   for (const auto& a : analysis.arms)

@@ -31,6 +31,8 @@ bool changes_training(const std::string& key) {
   return true;
 }
 
+bool changes_rounding(const std::string& key) { return starts_with(key, "precision.fp8"); }
+
 std::vector<SettingDifference> setting_differences(const nlohmann::json& baseline, const nlohmann::json& arm) {
   std::map<std::string, std::string> a, b;
   flatten(baseline, "", a);
@@ -43,7 +45,8 @@ std::vector<SettingDifference> setting_differences(const nlohmann::json& baselin
   }
   std::vector<SettingDifference> differences;
   for (const auto& [key, values] : keys)
-    if (values.first != values.second) differences.push_back({key, values.first, values.second, changes_training(key)});
+    if (values.first != values.second)
+      differences.push_back({key, values.first, values.second, changes_training(key), changes_rounding(key)});
   return differences;
 }
 

@@ -13,7 +13,13 @@ struct SettingDifference {
   std::string key;             // dotted: "parallel.recompute"
   std::string baseline, arm;   // JSON text of each value; "(absent)" where one has no such key
   bool changes_training = false;
+  // The same model trained in other number formats (the FP8 recipe): its losses differ by
+  // design, so an A/B reports how far apart they are instead of whether they agree.
+  bool changes_rounding = false;
 };
+
+// Whether a setting (dotted key) changes the number formats the model is trained in.
+bool changes_rounding(const std::string& key);
 
 // `baseline` and `arm` are run_config_json() objects.
 std::vector<SettingDifference> setting_differences(const nlohmann::json& baseline, const nlohmann::json& arm);

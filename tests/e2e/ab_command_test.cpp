@@ -113,6 +113,21 @@ TEST_F(AbCommand, SchedulesTrainTheSameModelAndAnotherSeedDoesNot) {
   EXPECT_NE(seed["loss_statement"].get<std::string>().find("run.seed"), std::string::npos);
 }
 
+TEST_F(AbCommand, AnFp8ArmIsTheSameModelWhoseLossesDifferByDesign) {
+  std::string out;
+  const CommandResult run =
+      ab("--arm fp32 --arm fp8 --set precision.fp8=hybrid --rounds 1 --steps 4 --warmup 1", &out);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto r = report(out);
+  ASSERT_EQ(r["comparisons"].size(), 1u);
+  const auto& fp8 = r["comparisons"][0];
+  EXPECT_TRUE(fp8["same_training"]) << fp8.dump(2);
+  EXPECT_TRUE(fp8["losses_differ_by_design"]) << fp8.dump(2);
+  EXPECT_GT(fp8["loss_max_rel_diff"].get<double>(), 0.0);
+  EXPECT_NE(fp8["loss_statement"].get<std::string>().find("their losses differ by design"), std::string::npos)
+      << fp8["loss_statement"];
+}
+
 TEST_F(AbCommand, LauncherTemplateStartsTheRanks) {
   std::string out;
   const std::string launcher = std::string(PTDP_TEST_DATA_DIR) + "/local_srun.sh 2";

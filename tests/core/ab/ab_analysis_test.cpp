@@ -88,5 +88,29 @@ TEST(AbAnalysis, Bf16ArmsGetTheLooserLossToleranceAndDifferencesAreNamed) {
   EXPECT_NE(seeded.statement.find("train different things (run.seed)"), std::string::npos) << seeded.statement;
 }
 
+// FP8 against bf16: the same model in other number formats. Its losses differ by design, so the
+// report measures the gap instead of calling the arms equivalent or not.
+TEST(AbAnalysis, AnFp8ArmIsMeasuredNotJudged) {
+  ArmSummary a = arm("bf16", 1.0), b = arm("fp8", 0.8);
+  a.header = RunHeader{};
+  a.header->settings = {{"precision", {{"params", "bf16"}, {"fp8", "off"}}}, {"run", {{"seed", 1}}}};
+  b.header = a.header;
+  b.header->settings["precision"]["fp8"] = "hybrid";
+  for (auto& round : b.rounds)
+    for (auto& step : round.steps) step.loss *= step.step == 3 ? 1.05 : 1.01;
+  const Comparison c = analyse_ab({a, b}, method()).comparisons.at(0);
+  EXPECT_TRUE(c.same_training);
+  EXPECT_TRUE(c.rounding_differs);
+  EXPECT_FALSE(c.losses.equivalent);
+  EXPECT_NEAR(c.losses.max_rel_diff, 0.05, 1e-12);
+  EXPECT_EQ(c.losses.worst_step, 3);
+  EXPECT_NEAR(c.losses.last_rel_diff, 0.01, 1e-12);
+  EXPECT_NEAR(c.losses.mean_rel_diff, (8 * 0.01 + 0.05) / 9, 1e-12);
+  EXPECT_NE(c.statement.find("other number formats (precision.fp8): their losses differ by design"), std::string::npos)
+      << c.statement;
+  EXPECT_EQ(c.statement.find("one arm computes something else"), std::string::npos) << c.statement;
+  EXPECT_EQ(c.verdict, "faster");
+}
+
 }  // namespace
 }  // namespace ptdp
