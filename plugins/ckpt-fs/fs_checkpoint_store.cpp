@@ -217,7 +217,7 @@ void FsCheckpointStore::finish_rank(int64_t step, int rank) {
 StepIndex FsCheckpointStore::collect_index(int64_t step, int world_size, const std::string& metadata_json) {
   const std::string who = "ckpt-fs: cannot commit step " + std::to_string(step) + ": ";
   const fs::path dir = staging_dir(step);
-  StepIndex index{step, world_size, metadata_json, {}};
+  StepIndex index{0, step, world_size, metadata_json, {}};
   for (int rank = 0; rank < world_size; ++rank) {
     const fs::path path = dir / rank_file_name(rank);
     SafetensorsHeader header = read_safetensors_header(PosixFile::open_read(path));
@@ -447,6 +447,11 @@ void FsCheckpointStore::read(int64_t step, const ShardInfo& want, void* host_dat
     if (entry == header.tensors.end())
       throw Error("ckpt-fs: " + file.path().string() + ": no " + what + ", though index.json lists it there");
     const SafetensorsEntry& e = entry->second;
+    // A step of index version 2 or later promises a checksum for every shard: without one, nothing
+    // would tell a damaged file from a good one.
+    if (!e.crc32c && index.version >= 2)
+      throw Error("ckpt-fs: " + file.path().string() + ": " + what +
+                  " has no crc32c, which every shard of this step's format carries: the file was altered");
     if (e.dtype != tensor.dtype || e.global_shape != tensor.global_shape || e.offset != shard->region.offset ||
         e.shape != shard->region.shape)
       throw Error("ckpt-fs: " + file.path().string() + ": " + what + " is " + dtype_name(e.dtype) + " offset " +

@@ -12,7 +12,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kIndexVersion = 1;
+// Version 2: every shard of the step's rank files carries its crc32c. Version 1 steps were written
+// before checksums were and still load, without the check.
+constexpr int kIndexVersion = 2;
 
 DType dtype_from_name(const std::string& name) {
   for (DType d : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64, DType::U16, DType::U8})
@@ -65,8 +67,9 @@ StepIndex parse_step_index(const std::string& text, const std::filesystem::path&
   try {
     if (root.at("format").get<std::string>() != "ptdp-checkpoint")
       throw std::invalid_argument("format is not \"ptdp-checkpoint\"");
-    if (root.at("version").get<int>() != kIndexVersion)
-      throw std::invalid_argument("version " + root.at("version").dump() + " is not " +
+    index.version = root.at("version").get<int>();
+    if (index.version < 1 || index.version > kIndexVersion)
+      throw std::invalid_argument("version " + root.at("version").dump() + " is not one of 1 to " +
                                   std::to_string(kIndexVersion));
     index.step = root.at("step").get<int64_t>();
     index.world_size = root.at("world_size").get<int>();

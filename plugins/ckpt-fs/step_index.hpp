@@ -26,6 +26,7 @@ struct IndexTensor {
 };
 
 struct StepIndex {
+  int version = 0;  // of the index.json read (what encode_step_index writes: the newest)
   int64_t step = 0;
   int world_size = 0;
   std::string metadata_json;  // compact JSON

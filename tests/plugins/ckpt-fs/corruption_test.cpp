@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +78,33 @@ TEST_F(CorruptionTest, AFlippedBitIsFoundByTheShardsChecksum) {
   EXPECT_THAT(error_of([&] { read_part(reader, 1, "w", shape, {{4, 0}, {1, 6}}); }), HasSubstr("fails its checksum"));
   // The undamaged shard still reads.
   EXPECT_EQ(read_part(reader, 1, "w", shape, {{0, 0}, {4, 6}}), cut(values, shape, {0, 0}, {4, 6}));
+}
+
+// The format promises a checksum for every shard: a shard whose crc32c was taken out (here renamed
+// in the rank file's header, which keeps the file's layout) is refused. A step written before
+// checksums existed (index version 1) still loads, without the check.
+TEST_F(CorruptionTest, AShardWithoutItsChecksumIsRefusedUnlessTheStepPredatesChecksums) {
+  std::string bytes;
+  {
+    std::ifstream in(rank_file(1), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = bytes.find("crc32c");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 6, "crc32x");
+  std::ofstream(rank_file(1), std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_THAT(read_whole_error(), AllOf(HasSubstr(rank_file(1).string()), HasSubstr("tensor 'w' has no crc32c"),
+                                        HasSubstr("the file was altered")));
+  EXPECT_EQ(read_part(reader, 1, "w", shape, {{0, 0}, {4, 6}}), cut(values, shape, {0, 0}, {4, 6}));
+
+  edit_index([](nlohmann::json& index) { index["version"] = 1; });
+  FsCheckpointStore legacy{FsCheckpointStore::Options{false}};
+  legacy.open(scratch.path().string());
+  EXPECT_EQ(read_part(legacy, 1, "w", shape, {{0, 0}, shape}), values);
+  edit_index([](nlohmann::json& index) { index["version"] = 3; });
+  FsCheckpointStore newer{FsCheckpointStore::Options{false}};
+  newer.open(scratch.path().string());
+  EXPECT_THAT(error_of([&] { newer.shards(1); }), HasSubstr("version 3 is not one of 1 to 2"));
 }
 
 TEST(Crc32c, KnownValues) {
