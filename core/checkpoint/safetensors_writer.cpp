@@ -9,6 +9,8 @@
 
 #include <ptdp/error.hpp>
 
+#include "data/output_guard.hpp"
+
 namespace ptdp {
 
 void write_safetensors(const std::string& path, const std::vector<NamedF32Tensor>& tensors) {
@@ -22,7 +24,8 @@ void write_safetensors(const std::string& path, const std::vector<NamedF32Tensor
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t length = text.size();
-  const std::string tmp = path + ".tmp";
+  TemporaryFile written(path + ".tmp");
+  const std::string& tmp = written.path();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(&length), sizeof length);  // little-endian hosts only
@@ -34,6 +37,7 @@ void write_safetensors(const std::string& path, const std::vector<NamedF32Tensor
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw Error(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
+  written.keep();
 }
 
 }  // namespace ptdp

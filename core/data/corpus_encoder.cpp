@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "data/output_guard.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp {
@@ -44,8 +45,10 @@ std::string with_suffix(const std::string& out, const std::string& suffix) {
 // Routes documents, in order, to the validation file and then to the training shards.
 class ShardSink {
  public:
-  ShardSink(const CorpusEncoding& encoding, TokenFileLayout layout, TokenDType dtype, TokenizerRecord tokenizer)
+  ShardSink(const CorpusEncoding& encoding, TokenFileLayout layout, TokenDType dtype, TokenizerRecord tokenizer,
+            std::vector<std::string> protected_files)
       : encoding_(encoding), layout_(layout), dtype_(dtype), tokenizer_(std::move(tokenizer)),
+        protected_(std::move(protected_files)),
         named_files_(encoding.shard_tokens > 0 || encoding.val_tokens > 0), in_validation_(encoding.val_tokens > 0) {}
 
   void add(std::span<const int32_t> document) {
@@ -80,6 +83,8 @@ class ShardSink {
   void open() {
     std::string path = encoding_.out;
     if (named_files_) path = in_validation_ ? validation_file_name(encoding_.out) : train_shard_name(encoding_.out, shards_++);
+    refuse_folder_as_file(path);
+    refuse_output_that_is_an_input(path, protected_);
     current_ = std::make_unique<TokenFileWriter>(path, layout_, dtype_, tokenizer_);
   }
   void close() {
@@ -91,6 +96,7 @@ class ShardSink {
   TokenFileLayout layout_;
   TokenDType dtype_;
   TokenizerRecord tokenizer_;
+  std::vector<std::string> protected_;  // what no output may replace: the inputs, the tokenizer
   bool named_files_, in_validation_;
   int64_t shards_ = 0;
   std::unique_ptr<TokenFileWriter> current_;
@@ -146,7 +152,9 @@ std::vector<EncodedFile> encode_corpus(const std::vector<TextInput>& inputs, con
   if (layout == TokenFileLayout::PtdpIndexed && record.kind == "bytes" && inputs.size() == 1 && !inputs[0].jsonl &&
       encoding.shard_tokens == 0 && encoding.val_tokens == 0)
     layout = TokenFileLayout::Ptdp;
-  ShardSink sink(encoding, layout, dtype, record);
+  std::vector<std::string> protected_files = encoding.protected_files;
+  for (const TextInput& input : inputs) protected_files.push_back(input.path);
+  ShardSink sink(encoding, layout, dtype, record, std::move(protected_files));
   const std::optional<int32_t> eod = encoding.append_eod ? record.eod : std::nullopt;
 
   EncodeProgress state;

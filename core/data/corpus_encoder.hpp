@@ -24,6 +24,9 @@ struct CorpusEncoding {
   int64_t val_tokens = 0;         // > 0: the first documents, this many tokens or just over, are the validation file
   bool append_eod = true;         // when the tokenizer has an end-of-document token
   int workers = 1;
+  // Files no output may replace besides the text inputs (the tokenizer file): an output that is
+  // one of them, or a folder, is refused before it is written.
+  std::vector<std::string> protected_files = {};
 };
 
 struct EncodedFile {

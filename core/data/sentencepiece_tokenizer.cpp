@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "data/output_guard.hpp"
 #include "data/tokenizer.hpp"
 #include "ptdp/error.hpp"
 
@@ -60,6 +61,10 @@ void train_sentencepiece(const std::vector<TextInput>& corpus, const std::string
   if (model_type != "bpe" && model_type != "unigram")
     throw Error("--type: unknown model type '" + model_type + "' (expected bpe or unigram)");
   if (vocab < 260) throw Error(fmt::format("--vocab {}: a vocabulary needs room for 4 special pieces and 256 bytes", vocab));
+  refuse_folder_as_file(out);
+  std::vector<std::string> inputs;
+  for (const TextInput& input : corpus) inputs.push_back(input.path);
+  refuse_output_that_is_an_input(out, inputs);
   // SentencePiece reads text files itself; the documents of JSONL files are written out for it
   // first, one line per line of their text. Every input is checked to be UTF-8 on the way.
   const std::string extracted = out + ".corpus.tmp";
@@ -108,15 +113,13 @@ void train_sentencepiece(const std::vector<TextInput>& corpus, const std::string
       {"input_sentence_size", "10000000"},
       {"shuffle_input_sentence", "true"}};
   sentencepiece::SetRandomGeneratorSeed(1);  // the same corpus gives the same vocabulary
+  TemporaryFile model(prefix + ".model"), vocabulary(prefix + ".vocab");
   const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  if (!status.ok()) throw Error(out + ": SentencePiece could not train: " + status.ToString());
   std::error_code ec;
-  std::filesystem::remove(prefix + ".vocab", ec);
-  if (!status.ok()) {
-    std::filesystem::remove(prefix + ".model", ec);
-    throw Error(out + ": SentencePiece could not train: " + status.ToString());
-  }
-  std::filesystem::rename(prefix + ".model", out, ec);
-  if (ec) throw Error(out + ": cannot rename " + prefix + ".model into place: " + ec.message());
+  std::filesystem::rename(model.path(), out, ec);
+  if (ec) throw Error(out + ": cannot rename " + model.path() + " into place: " + ec.message());
+  model.keep();
 }
 
 }  // namespace ptdp

@@ -62,6 +62,7 @@ void encode(EncodeArgs args) {
   if (args.format == "llmc") encoding.layout = TokenFileLayout::Llmc;
   else if (args.format != "ptdp") throw Error("--format: unknown format '" + args.format + "' (expected ptdp or llmc)");
   encoding.append_eod = !args.no_eod;
+  if (!args.tokenizer.empty()) encoding.protected_files.push_back(args.tokenizer);
   if (encoding.workers < 1) encoding.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::unique_ptr<Tokenizer> tokenizer = args.tokenizer.empty() ? byte_tokenizer() : open_tokenizer(args.tokenizer);
   const std::vector<TextInput> inputs = list_text_inputs(args.files);

@@ -12,6 +12,7 @@
 #include "checkpoint/hf_gpt2_layout.hpp"
 #include "checkpoint/safetensors_writer.hpp"
 #include "command_registry.hpp"
+#include "data/output_guard.hpp"
 #include "data/run_tokenizer.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "manifest/run_config_json.hpp"
@@ -30,6 +31,8 @@ struct ExportArgs {
 };
 
 void export_hf(const ExportArgs& args) {
+  // Nothing already there is replaced, and the checkpoint itself is never written into.
+  refuse_folder_in_use(args.out_dir, args.checkpoint);
   const StoredStep stored = open_stored_step(args.checkpoint, args.step, args.store);
   const std::string source = fmt::format("{} step {}", args.checkpoint, stored.step);
   const RunConfig config = load_manifest_string(manifest_text(stored.metadata["config"]), source);
@@ -47,8 +50,15 @@ void export_hf(const ExportArgs& args) {
   if (ec) throw Error(fmt::format("{}: cannot create folder: {}", args.out_dir, ec.message()));
   write_safetensors((fs::path(args.out_dir) / "model.safetensors").string(), tensors);
   const fs::path config_path = fs::path(args.out_dir) / "config.json";
-  std::ofstream(config_path) << hf_gpt2_config(config.model).dump(2) << "\n";
-  if (!fs::exists(config_path)) throw Error(fmt::format("{}: cannot write", config_path.string()));
+  {
+    TemporaryFile written(config_path.string() + ".tmp");
+    std::ofstream out(written.path());
+    out << hf_gpt2_config(config.model).dump(2) << "\n";
+    out.close();
+    fs::rename(written.path(), config_path, ec);
+    if (!out || ec) throw Error(fmt::format("{}: cannot write", config_path.string()));
+    written.keep();
+  }
   // The tokenizer the step holds, under the name Hugging Face's loaders look for.
   std::string tokenizer_note;
   if (stored.metadata.contains("tokenizer")) {
@@ -69,7 +79,7 @@ void add_export(CLI::App& root) {
   cmd->require_subcommand(1);
   auto* hf = cmd->add_subcommand("hf", "A Hugging Face GPT-2 folder: config.json and model.safetensors");
   hf->add_option("checkpoint", args->checkpoint, "Checkpoint folder (checkpoint.dir of the run)")->required();
-  hf->add_option("out_dir", args->out_dir, "Folder to write (created if absent)")->required();
+  hf->add_option("out_dir", args->out_dir, "Folder to write: new or empty, outside the checkpoint folder (created if absent)")->required();
   hf->add_option("--step", args->step, "Committed step to export (default: the newest)")->check(CLI::PositiveNumber);
   hf->add_option("--store", args->store, "CheckpointStore plugin that wrote the folder");
   hf->callback([args] {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 
 #include "host_run.hpp"
@@ -122,6 +123,34 @@ TEST(ImportHf, AFolderOfAnotherModelIsRefusedNamingTheDimension) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("n_embd is 32, model.hidden is 64"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/other/step-00000000"));
+}
+
+// An export never replaces what is there: a folder that holds anything, or the checkpoint folder
+// itself, is refused before anything is written, and the files in it are left as they were.
+TEST(ExportHf, AFolderInUseIsRefusedAndLeftAsItWas) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", used = ws.dir() + "/used";
+  ASSERT_EQ(train_on_four_ranks(ws, dir).exit_code, 0);
+  std::filesystem::create_directories(used);
+  std::ofstream(used + "/config.json") << "{\"mine\": true}\n";
+  const CommandResult into_used = run_host_command("export hf " + dir + " " + used);
+  EXPECT_NE(into_used.exit_code, 0);
+  EXPECT_NE(into_used.output.find(used + ": already holds config.json; write into a new or empty folder"),
+            std::string::npos)
+      << into_used.output;
+  std::ifstream kept(used + "/config.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "{\"mine\": true}\n");
+  EXPECT_FALSE(std::filesystem::exists(used + "/model.safetensors"));
+
+  for (const std::string& inside : {dir, dir + "/hf"}) {
+    const CommandResult into_checkpoint = run_host_command("export hf " + dir + " " + inside);
+    EXPECT_NE(into_checkpoint.exit_code, 0) << inside;
+    EXPECT_NE(into_checkpoint.output.find(inside + ": lies in " + dir + ", the folder being read"), std::string::npos)
+        << into_checkpoint.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/hf"));
+  EXPECT_EQ(run_host_command("export hf " + dir + " " + ws.dir() + "/fresh").exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/fresh/model.safetensors.tmp"));
 }
 
 TEST(ExportHf, AStepTheFolderLacksIsRefused) {

@@ -2,7 +2,12 @@
 // line naming it, with every bound checked before anything is allocated.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -38,6 +43,32 @@ TEST_F(SafetensorsIo, WhatIsWrittenReadsBack) {
   EXPECT_EQ(read.at("a").values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(read.at("b").values, std::vector<float>{-7.5f});
   EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+}
+
+// A write that fails half way (here the file-size limit a full disk would impose) says so and
+// leaves neither the file nor its temporary behind. In a child process: the limit is process-wide.
+TEST_F(SafetensorsIo, AWriteThatFailsLeavesNoTemporaryFile) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of ending the process
+    const rlimit small{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    int code = 3;
+    try {
+      write_safetensors(path_, {{"big", {1 << 16}, std::vector<float>(1 << 16, 1.0f)}});
+    } catch (const Error& e) {
+      code = std::string(e.what()).find(path_ + ": cannot write") != std::string::npos ? 0 : 4;
+    }
+    if (fs::exists(path_ + ".tmp")) code = 1;
+    if (fs::exists(path_)) code = 2;
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the temporary file was left, 2: the file appeared, 3: nothing failed, "
+                                       "4: another message";
 }
 
 TEST_F(SafetensorsIo, DamagedOrForeignFilesAreRefused) {

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "data/token_dataset.hpp"
 #include "scratch_dir.hpp"
@@ -83,6 +86,48 @@ TEST(HostDataCommand, FailedEncodeKeepsAnExistingOut) {
   EXPECT_NE(blocked.output.find("cannot create " + out + ".tmp"), std::string::npos) << blocked.output;
   EXPECT_EQ(read_bytes(out), good);
   EXPECT_EQ(TokenDataset::open(out).size(), 13);  // "first version"
+}
+
+// An output that is one of the inputs, or a folder, is refused before anything is written, and
+// the inputs are left as they were; a refused tokenizer leaves no temporary file behind.
+TEST(HostDataCommand, AnOutputThatIsAnInputOrAFolderIsRefusedAndNothingIsLost) {
+  ScratchDir dir;
+  const std::string text = dir.file("book.txt");
+  std::string content;
+  for (int i = 0; i < 300; ++i) content += "the quick brown fox " + std::to_string(i) + "\n";
+  write_bytes(text, text_bytes(content));
+  const std::string same_by_another_name = dir.path() + "/./book.txt";
+
+  HostResult encode = run_host("data encode " + quoted(text) + " " + quoted(same_by_another_name));
+  EXPECT_NE(encode.exit_code, 0);
+  EXPECT_NE(encode.output.find("is also an input (" + text + "): writing it would replace what is read"),
+            std::string::npos)
+      << encode.output;
+  EXPECT_EQ(read_bytes(text), text_bytes(content));
+
+  HostResult train = run_host("data tokenizer train " + quoted(text) + " --vocab 300 --out " + quoted(text));
+  EXPECT_NE(train.exit_code, 0);
+  EXPECT_NE(train.output.find("is also an input"), std::string::npos) << train.output;
+  EXPECT_EQ(read_bytes(text), text_bytes(content));
+
+  HostResult into_folder = run_host("data tokenizer train " + quoted(text) + " --vocab 300 --out " + quoted(dir.path()));
+  EXPECT_NE(into_folder.exit_code, 0);
+  EXPECT_NE(into_folder.output.find(dir.path() + ": is a folder; give the file to write"), std::string::npos)
+      << into_folder.output;
+
+  const std::string model = dir.file("t.model");
+  ASSERT_EQ(run_host("data tokenizer train " + quoted(text) + " --vocab 300 --out " + quoted(model)).exit_code, 0);
+  const std::vector<uint8_t> model_bytes = read_bytes(model);
+  HostResult over_tokenizer =
+      run_host("data encode " + quoted(text) + " " + quoted(model) + " --tokenizer " + quoted(model));
+  EXPECT_NE(over_tokenizer.exit_code, 0);
+  EXPECT_NE(over_tokenizer.output.find("is also an input (" + model + ")"), std::string::npos) << over_tokenizer.output;
+  EXPECT_EQ(read_bytes(model), model_bytes);
+
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"book.txt", "t.model"})) << "a temporary file was left behind";
 }
 
 TEST(HostDataCommand, InfoOnAMalformedFileIsOneLine) {
