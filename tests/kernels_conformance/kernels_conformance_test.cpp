@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -377,6 +378,92 @@ TEST_P(KernelsConformance, AdamReadsTheGradientNormWhereItWasSummed) {
   k->copy_to_host(moment.data(), broken.ref.exp_avg);
   EXPECT_EQ(after, master) << "a non-finite norm updated the weights";
   EXPECT_EQ(moment, std::vector<float>(n, 0.0f)) << "a non-finite norm updated the moments";
+}
+
+// Under precision.params = "fp16" the gradients and their sum of squares carry the loss scale
+// (AdamStep::loss_scale): the kernels divide it out before clipping and the update, so a step on
+// gradients scaled by a power of two equals the step on the unscaled ones, clipping included.
+TEST_P(KernelsConformance, AdamDividesTheLossScaleOutOfTheGradients) {
+  const ModelSpec m = small_gpt_spec();
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  constexpr int64_t n = 1000;
+  constexpr float loss_scale = 4096.0f;
+  std::vector<float> master(n), grad(n), scaled(n);
+  for (int64_t i = 0; i < n; ++i) {
+    master[size_t(i)] = 0.01f * float(i % 11) - 0.05f;
+    grad[size_t(i)] = 0.03f * float(i % 5) - 0.06f;
+    scaled[size_t(i)] = grad[size_t(i)] * loss_scale;
+  }
+  struct Param {
+    std::vector<OwnedTensor> memory;
+    ParamRef ref;
+  };
+  auto make = [&](const std::vector<float>& g) {
+    Param p;
+    for (int i = 0; i < 4; ++i) p.memory.push_back(k->allocate({n}, DType::F32));
+    p.ref.name = "adam.test";
+    p.ref.global_shape = {n};
+    p.ref.master = p.memory[0].view;
+    p.ref.grad = p.memory[1].view;
+    p.ref.exp_avg = p.memory[2].view;
+    p.ref.exp_avg_sq = p.memory[3].view;
+    k->copy_from_host(p.ref.master, master.data());
+    k->copy_from_host(p.ref.grad, g.data());
+    return p;
+  };
+  for (const float max_norm : {0.0f, 0.5f}) {  // without clipping, and clipping
+    AdamStep step;
+    step.lr = 1e-2f;
+    step.weight_decay = 0.1f;
+    step.max_grad_norm = max_norm;
+    Param plain = make(grad), carrying = make(scaled);
+    OwnedTensor plain_sum = k->allocate({1}, DType::F32), scaled_sum = k->allocate({1}, DType::F32);
+    k->sum_squares_into({plain.ref.grad}, plain_sum.view);
+    k->sum_squares_into({carrying.ref.grad}, scaled_sum.view);
+    if (max_norm > 0) {
+      ASSERT_GT(std::sqrt(k->sum_squares({plain.ref.grad})), max_norm) << "the test means to clip";
+    }
+    AdamStep unscaled = step;
+    unscaled.grad_sum_squares = plain_sum.view;
+    k->adam_step({plain.ref}, unscaled);
+    AdamStep with_scale = step;
+    with_scale.grad_sum_squares = scaled_sum.view;
+    with_scale.loss_scale = loss_scale;
+    k->adam_step({carrying.ref}, with_scale);
+    for (const size_t t : {0, 2, 3}) {  // master and both moments
+      std::vector<float> want(n), got(n);
+      k->copy_to_host(want.data(), plain.memory[t].view);
+      k->copy_to_host(got.data(), carrying.memory[t].view);
+      EXPECT_TRUE(close("adam tensor " + std::to_string(t) + " clipping at " + std::to_string(max_norm), got, want,
+                        1e-6));
+    }
+    // Without the sum: grad_scale applies to the unscaled gradients.
+    Param host_plain = make(grad), host_scaled = make(scaled);
+    AdamStep given = step;
+    given.grad_scale = 0.25f;
+    k->adam_step({host_plain.ref}, given);
+    given.loss_scale = loss_scale;
+    k->adam_step({host_scaled.ref}, given);
+    std::vector<float> want(n), got(n);
+    k->copy_to_host(want.data(), host_plain.ref.master);
+    k->copy_to_host(got.data(), host_scaled.ref.master);
+    EXPECT_TRUE(close("adam master with a given grad_scale", got, want, 1e-6));
+  }
+  // The scaled gradients overflowed: nothing moves.
+  std::vector<float> overflowed = scaled;
+  overflowed[17] = std::numeric_limits<float>::infinity();
+  Param broken = make(overflowed);
+  OwnedTensor sum = k->allocate({1}, DType::F32);
+  k->sum_squares_into({broken.ref.grad}, sum.view);
+  AdamStep step;
+  step.lr = 1e-2f;
+  step.grad_sum_squares = sum.view;
+  step.loss_scale = loss_scale;
+  k->adam_step({broken.ref}, step);
+  std::vector<float> after(n);
+  k->copy_to_host(after.data(), broken.ref.master);
+  EXPECT_EQ(after, master) << "an overflowed gradient updated the weights";
 }
 
 // The distributed optimizer keeps no whole master: the core places every parameter with an empty
