@@ -83,7 +83,11 @@ void read_optimizer(TableReader r, RunConfig::Optimizer& opt) {
 }
 
 void read_precision(TableReader r, RunConfig::Precision& precision) {
-  r.read("params", precision.params, {"fp32", "bf16"});
+  r.read("params", precision.params, {"fp32", "bf16", "fp16"});
+  r.read("loss_scale_initial", precision.loss_scale_initial, FloatRange::positive_float32());
+  r.read("loss_scale_window", precision.loss_scale_window, 1, kMaxSteps);
+  r.read("loss_scale_min", precision.loss_scale_min, FloatRange::positive_float32());
+  r.read("loss_scale_hysteresis", precision.loss_scale_hysteresis, 1, kMaxSteps);
   r.read("fp8", precision.fp8, {"off", "hybrid"});
   r.read("fp8_recipe", precision.fp8_recipe, {"tensorwise", "delayed"});
   r.read("fp8_amax_history", precision.fp8_amax_history, 1, 1 << 16);

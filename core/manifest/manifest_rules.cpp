@@ -65,6 +65,18 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
         fmt::format("model.vocab {} padded to {} so tensor={} divides it", model.vocab, model.padded_vocab, t));
 
   const auto& precision = c.precision;
+  if (precision.fp16() && precision.loss_scale_initial < precision.loss_scale_min)
+    fail({"precision.loss_scale_initial", "precision.loss_scale_min"},
+         fmt::format("loss_scale_initial ({}) is below loss_scale_min ({}): the run would start below its smallest "
+                     "loss scale",
+                     precision.loss_scale_initial, precision.loss_scale_min));
+  // Under fp16 a gradient that overflows skips its step; under FP8 the non-finite amax it gives
+  // stops the run. The two would first have to agree on what an overflow is.
+  if (precision.fp16() && precision.fp8_on())
+    fail({"precision.fp8", "precision.params"},
+         "precision.fp8 = \"hybrid\" does not run with precision.params = \"fp16\" (an overflow skips the step under "
+         "fp16's loss scaling, but stops the run as a non-finite FP8 amax); use precision.params = \"bf16\" or "
+         "\"fp32\" with FP8");
   if (precision.fp8_on() && precision.fp8_bf16_first_blocks + precision.fp8_bf16_last_blocks >= model.layers)
     fail({"precision.fp8_bf16_first_blocks", "precision.fp8_bf16_last_blocks", "model.layers"},
          fmt::format("keeps {} + {} of the {} blocks out of FP8, which leaves none to run in FP8; set precision.fp8 = "

@@ -53,7 +53,13 @@ struct RunConfig {
   } optimizer;
 
   struct Precision {
-    std::string params = "fp32";      // working dtype of weights and activations: fp32 | bf16
+    std::string params = "fp32";      // working dtype of weights and activations: fp32 | bf16 | fp16
+    // fp16's dynamic loss scaling (docs/precision.md); ignored under other params.
+    double loss_scale_initial = 65536;  // 2^16
+    int64_t loss_scale_window = 1000;   // clean steps in a row before the scale doubles
+    double loss_scale_min = 1.0;        // a scale halved below it stops the run
+    int64_t loss_scale_hysteresis = 2;  // overflowing steps in a row before the scale is halved
+    bool fp16() const { return params == "fp16"; }
     // FP8 GEMMs in the transformer blocks (sdk/include/ptdp/fp8.hpp): "off" | "hybrid".
     std::string fp8 = "off";
     std::string fp8_recipe = "tensorwise";  // "tensorwise" | "delayed"

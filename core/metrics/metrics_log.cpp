@@ -29,6 +29,10 @@ void MetricsLog::write(const StepMetrics& metrics) {
       {"elapsed_s", metrics.elapsed_s},
   };
   if (metrics.val_loss) line["val_loss"] = *metrics.val_loss;
+  if (metrics.loss_scale) {
+    line["loss_scale"] = *metrics.loss_scale;
+    line["skipped"] = metrics.skipped;
+  }
   write_line(line.dump());
 }
 

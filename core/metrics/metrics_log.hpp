@@ -19,7 +19,8 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   // Fields: step, loss, grad_norm, lr, tokens_per_s, tflops_per_gpu, step_time_s, elapsed_s and,
-  // when present, val_loss. A non-finite value (a diverged loss) is written as null.
+  // when present, val_loss, and loss_scale and skipped (fp16). A non-finite value (a diverged
+  // loss, the gradient norm of a skipped step) is written as null.
   void write(const StepMetrics& metrics);
   // The run's header record (metrics/run_header.hpp); written before the first step, and again
   // when a resumed run appends, since the resumed run may differ (another layout, say).

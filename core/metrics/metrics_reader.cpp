@@ -52,6 +52,11 @@ std::optional<StepMetrics> parse_line(const std::string& text) {
   metrics.step_time_s = number_field(line, "step_time_s", false);
   metrics.elapsed_s = number_field(line, "elapsed_s", false);
   if (line.contains("val_loss")) metrics.val_loss = number_field(line, "val_loss", true);
+  if (line.contains("loss_scale")) metrics.loss_scale = number_field(line, "loss_scale", true);
+  if (auto skipped = line.find("skipped"); skipped != line.end()) {
+    if (!skipped->is_boolean()) throw LineError{std::string("\"skipped\" is ") + skipped->type_name() + ", not a boolean"};
+    metrics.skipped = skipped->get<bool>();
+  }
   return metrics;
 }
 

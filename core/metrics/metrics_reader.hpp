@@ -10,7 +10,8 @@ namespace ptdp {
 
 // The steps of a metrics log, in step order. step and loss are required on every line; the
 // other fields may be missing. A null value (written for a non-finite one) reads as NaN; a null
-// val_loss is a validation pass whose loss was NaN. A step logged twice keeps its later line: a
+// val_loss is a validation pass whose loss was NaN. loss_scale and skipped are read where an fp16
+// run wrote them (steps_skipped, which the log does not hold, stays 0). A step logged twice keeps its later line: a
 // run resumed from a checkpoint logs again the steps after it. Blank lines and the run's header
 // records (metrics/run_header.hpp; read_run_header reads them) are skipped. A last line that has
 // no newline and is not such an object is what a run killed mid-write or a full disk leaves: it

@@ -37,8 +37,13 @@ std::string progress_line(const StepMetrics& metrics, int64_t total_steps, doubl
   double eta = metrics.step > 0 ? elapsed_s / static_cast<double>(metrics.step) *
                                       static_cast<double>(total_steps - metrics.step)
                                 : NAN;
-  line += fmt::format(" | lr {:.1e} | grad {:.2f} | {} tok/s | {}/rank | {} elapsed, ETA {}",
-                      metrics.lr, metrics.grad_norm, rate(metrics.tokens_per_s),
+  // A skipped fp16 step's norm is NaN of either sign; "-nan" would read as a value.
+  line += fmt::format(" | lr {:.1e} | grad {}", metrics.lr,
+                      std::isnan(metrics.grad_norm) ? std::string("nan") : fmt::format("{:.2f}", metrics.grad_norm));
+  if (metrics.loss_scale)
+    line += fmt::format(" | loss scale {}{}, {} skipped", *metrics.loss_scale, metrics.skipped ? " (skipped)" : "",
+                        metrics.steps_skipped);
+  line += fmt::format(" | {} tok/s | {}/rank | {} elapsed, ETA {}", rate(metrics.tokens_per_s),
                       flop_rate(metrics.tflops_per_gpu), clock_time(elapsed_s), clock_time(eta));
   return line;
 }

@@ -15,6 +15,10 @@ struct StepMetrics {
   double step_time_s = 0.0;
   double elapsed_s = 0.0;       // wall time since training started
   std::optional<double> val_loss;  // when the step ran a validation pass
+  // precision.params = "fp16" only (docs/precision.md):
+  std::optional<double> loss_scale;  // the loss scale this step's gradients were computed with
+  bool skipped = false;              // they overflowed: the step updated nothing
+  int64_t steps_skipped = 0;         // steps skipped so far, this one included (resumed runs count on)
 };
 
 }  // namespace ptdp

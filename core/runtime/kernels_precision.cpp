@@ -7,16 +7,29 @@ namespace ptdp {
 void check_kernels_precision(const RunConfig& config, uint32_t kernels_abi_minor, const LayerKernels& kernels) {
   const std::string& name = config.plugins.kernels;
   const char* computes_in = kernels.activation_dtype() == DType::BF16 ? "bf16" : "fp32";
-  if (config.precision.params != computes_in)
+  // A plugin built before ABI 1.7 has no precisions() to ask: it runs neither fp16 nor FP8.
+  const uint32_t declared = kernels_abi_minor >= 7 ? kernels.precisions() : 0;
+  const char* on_device = kernels.device().kind == MemoryKind::Cuda ? " on this device" : "";
+  if (config.precision.fp16()) {
+    // fp16 is a recipe of its own (half storage and loss scaling), whatever type the plugin
+    // computes in otherwise.
+    if ((declared & precision_bit(PrecisionSupport::Fp16)) == 0)
+      throw Error(fmt::format("precision.params = \"fp16\" but plugins.kernels '{}' runs no fp16 training{}; set "
+                              "precision.params = \"{}\"",
+                              name, on_device, computes_in));
+  } else if (config.precision.params != computes_in) {
     throw Error(fmt::format("precision.params = \"{}\" but plugins.kernels '{}' computes in {}; set precision.params = \"{}\"",
                             config.precision.params, name, computes_in, computes_in));
+  }
   if (!config.precision.fp8_on()) return;
-  // A plugin built before ABI 1.7 has no precisions() to ask: it runs no FP8.
-  const uint32_t declared = kernels_abi_minor >= 7 ? kernels.precisions() : 0;
   if ((declared & precision_bit(PrecisionSupport::Fp8Hybrid)) == 0)
     throw Error(fmt::format("precision.fp8 = \"{}\" but plugins.kernels '{}' runs no FP8 GEMMs{}; set precision.fp8 = \"off\"",
-                            config.precision.fp8, name,
-                            kernels.device().kind == MemoryKind::Cuda ? " on this device" : ""));
+                            config.precision.fp8, name, on_device));
+}
+
+DType working_type_of(const RunConfig& config) {
+  const std::string& params = config.precision.params;
+  return params == "fp16" ? DType::F16 : params == "bf16" ? DType::BF16 : DType::F32;
 }
 
 Fp8Recipe fp8_recipe_of(const RunConfig& config) {

@@ -16,7 +16,7 @@ struct StepContext {
   const InstructionStream& stream;  // this stage's instructions: the training schedule or forward only
   const BatchSampler& batches;      // the tokens of the first stage and the targets of the last
   Tensor losses;                    // F32 [m] on the device: the head's chunk writes microbatch i's loss to element i
-  float loss_scale;                 // multiplies the loss before backward (1/(m·d))
+  float loss_scale;                 // multiplies the loss before backward (1/(m·d); S/(m·d) under fp16)
   bool training;                    // dropout, and activations kept for the backward
   TimelineRecorder& timeline;
 };

@@ -28,6 +28,7 @@
 #include "runtime/gradient_sync.hpp"
 #include "runtime/gradient_zeroing.hpp"
 #include "runtime/kernels_precision.hpp"
+#include "runtime/loss_scaler.hpp"
 #include "runtime/model_chunk.hpp"
 #include "runtime/optimizer_state.hpp"
 #include "runtime/parameter_init.hpp"
@@ -104,6 +105,8 @@ class RankTrainer {
   StepMetrics train_step(const StepContext& step);  // fills step, loss, grad_norm and lr
   // Delayed FP8 scaling: the step's amaxes into the history (collective over the world).
   void finish_fp8_step(int64_t step);
+  // fp16: the step's overflow (or not) into the loss scale, and the scale into its metrics.
+  void update_loss_scale(bool overflow, StepMetrics& sm);
   double step_loss(const Tensor& losses, int microbatches);
   void record_step(const StepMetrics& metrics);  // rank 0: the metrics line and the progress line
   std::optional<double> validation_loss(int64_t completed_steps);  // when validation is due
@@ -136,6 +139,9 @@ class RankTrainer {
   std::unique_ptr<Fp8ScalingState> fp8_;  // precision.fp8 = "hybrid" only
   // Delayed FP8: the history a step due to be saved ended with, and that step.
   std::pair<int64_t, std::vector<HostStateTensor>> history_to_save_{-1, {}};
+  std::unique_ptr<LossScaler> scaler_;  // precision.params = "fp16" only
+  // fp16: the loss scale a step due to be saved ended with, and that step.
+  std::pair<int64_t, LossScaleState> scale_to_save_{-1, {}};
   std::optional<RunData> data_;  // none when the loaded model is handed over (sample reads no data)
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
@@ -203,6 +209,15 @@ int64_t RankTrainer::open_checkpoints() {
                    resume->dir, resume->step, saved_history.size(), names.size());
     fp8_->load_history(saved_history);
   }
+  if (scaler_) {
+    const std::string where = fmt::format("{} step {}", resume->dir, resume->step);
+    if (saved.is_object() && saved.contains("loss_scale"))
+      scaler_->restore(loss_scale_from_json(saved["loss_scale"], where));
+    else if (id_.rank == 0)
+      spdlog::warn("resume: {} holds no loss scale (it was saved without fp16); the scale starts from "
+                   "precision.loss_scale_initial = {}",
+                   where, cfg_.precision.loss_scale_initial);
+  }
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
   const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
@@ -224,6 +239,9 @@ void RankTrainer::save_checkpoint(int64_t completed_steps) {
       {"schedule", schedule_record(schedule_)}};
   if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
   if (!data_record_.is_null()) metadata["data"] = data_record_;
+  if (scaler_)
+    metadata["loss_scale"] =
+        loss_scale_json(scale_to_save_.first == completed_steps ? scale_to_save_.second : scaler_->state());
   optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
   if (fp8_)
     checkpoints_->write_state(completed_steps, history_to_save_.first == completed_steps ? history_to_save_.second
@@ -281,6 +299,7 @@ void RankTrainer::build_model() {
   binding.tp = groups_.tensor.get();
   binding.device_index = device_.index;
   binding.fp8 = fp8_recipe_of(cfg_);
+  binding.working = working_type_of(cfg_);
   kernels_->bind(binding);
   const int every = cfg_.parallel.recompute == "full" ? cfg_.parallel.recompute_every : 0;
   for (int c = 0; c < v; ++c) {
@@ -303,6 +322,7 @@ void RankTrainer::build_model() {
       for (const auto& block : chunk->blocks()) blocks.push_back(block);
     fp8_ = std::make_unique<Fp8ScalingState>(*kernels_, binding.fp8, cfg_.model.layers, blocks);
   }
+  if (cfg_.precision.fp16()) scaler_ = std::make_unique<LossScaler>(cfg_.precision);
   optimizer_ = std::make_unique<OptimizerState>(*kernels_, groups_, buffers_, cfg_.parallel.distributed_optimizer);
   if (id_.rank == 0) {
     int64_t gradients = 0;
@@ -521,7 +541,9 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     const bool profiled = profiler_ && traced;
     if (profiler_ && step == profile_from) profiler_->start();
     if (profiled) profiled_steps.push_back({steady_us(step_start), 0});
-    StepMetrics sm = train_step({step, training_stream_, *training_batches_, losses_.view, loss_scale_, true, *timeline_});
+    // Under fp16 the head's backward also multiplies by the loss scale S: S/(m·d).
+    const float loss_scale = loss_scale_ * (scaler_ ? scaler_->scale() : 1.0f);
+    StepMetrics sm = train_step({step, training_stream_, *training_batches_, losses_.view, loss_scale, true, *timeline_});
     if (profiled) profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
     if (profiled && step == trace_end - 1) profiler_->stop();  // train_step waited for the device
     if (!std::isfinite(sm.loss))
@@ -578,6 +600,10 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   // The kernels read the norm and clip on the device, and update nothing when it is not finite,
   // so the host reads it only after the update is queued.
   adam.max_grad_norm = static_cast<float>(std::max(0.0, cfg_.optimizer.grad_clip));
+  // Under fp16 the gradients carry the loss scale, which Adam divides out; the norm the host
+  // reads is the sum's root over it, the true gradients' norm.
+  adam.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
+  auto read_grad_norm = [&] { return optimizer_->read_grad_norm() / adam.loss_scale; };
   auto refuse_non_finite = [&](double grad_norm) {
     if (std::isfinite(grad_norm)) return;
     const std::string amax = fp8_ ? fp8_->first_non_finite_amax() : "";
@@ -587,17 +613,26 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   };
   if (unverified_save_) {
     // These gradients came from the weights of the previous step; if they are finite, that step
-    // is sound, and its weights and moments are still untouched until the update below.
-    refuse_non_finite(optimizer_->read_grad_norm());
-    save_checkpoint(*unverified_save_);
-    unverified_save_.reset();
+    // is sound, and its weights and moments are still untouched until the update below. Under
+    // fp16 an overflow proves nothing either way: the step is skipped, the weights stay those of
+    // the step due to be saved, and the save waits for a step whose gradients are finite (or is
+    // superseded by the next step due, which holds the same weights).
+    const double norm = read_grad_norm();
+    if (!scaler_ || std::isfinite(norm)) {
+      refuse_non_finite(norm);
+      save_checkpoint(*unverified_save_);
+      unverified_save_.reset();
+    }
   }
   step.timeline.span("optimizer step", "optimizer", [&] { optimizer_->step(adam); });
   StepMetrics sm;
   sm.step = step.step + 1;
   sm.loss = step_loss(step.losses, cfg_.parallel.microbatches());
-  const double grad_norm = optimizer_->read_grad_norm();
-  refuse_non_finite(grad_norm);  // the update left everything as it was
+  const double grad_norm = read_grad_norm();
+  // A norm that is not finite left everything as it was: under fp16 the step is skipped, else
+  // the run stops.
+  if (scaler_) update_loss_scale(!std::isfinite(grad_norm), sm);
+  else refuse_non_finite(grad_norm);
   sm.grad_norm = grad_norm;
   sm.lr = adam.lr;
   kernels_->synchronize();
@@ -614,6 +649,17 @@ void RankTrainer::finish_fp8_step(int64_t step) {
                           non_finite.empty() ? "an FP8 amax on another rank is not finite"
                                              : "the FP8 amax of " + non_finite + " is not finite",
                           unsaved_note(unverified_save_)));
+}
+
+void RankTrainer::update_loss_scale(bool overflow, StepMetrics& sm) {
+  const LossScaleUpdate update = scaler_->update(overflow);
+  if (update.below_minimum)
+    throw Error(below_minimum_error(sm.step, update, cfg_.precision.loss_scale_min) + unsaved_note(unverified_save_));
+  if (update.skipped && id_.rank == 0)
+    spdlog::info("{}", overflow_line(sm.step, update, cfg_.precision.loss_scale_hysteresis));
+  sm.loss_scale = update.scale_before;
+  sm.skipped = update.skipped;
+  sm.steps_skipped = scaler_->state().skipped_steps;
 }
 
 void RankTrainer::record_step(const StepMetrics& sm) {
@@ -653,8 +699,12 @@ void RankTrainer::checkpoint_when_due(int64_t completed_steps) {
   if (!checkpoints_ || cfg_.checkpoint.every <= 0 || (completed_steps % cfg_.checkpoint.every != 0 && !last)) return;
   // A step is saved once the next one has shown its weights give finite gradients, so a
   // diverged model never becomes the newest checkpoint; the last step has no next one.
-  if (last) save_checkpoint(completed_steps);
-  else unverified_save_ = completed_steps;
+  if (last) {
+    save_checkpoint(completed_steps);
+    return;
+  }
+  unverified_save_ = completed_steps;
+  if (scaler_) scale_to_save_ = {completed_steps, scaler_->state()};
 }
 
 bool RankTrainer::stop_requested() {

@@ -42,11 +42,14 @@ __device__ __forceinline__ bool vectorizable(const AdamTensor& t) {
 __global__ void adam_kernel(const AdamTensor* __restrict__ tensors, const ChunkRef* __restrict__ chunks,
                             AdamHyper h) {
   if (h.grad_sum_squares) {
-    // ptdp::grad_clip_scale (layer_kernels.hpp), on the device, so the host need not wait for it.
-    const double norm = sqrt(double(*h.grad_sum_squares));
+    // ptdp::grad_clip_scale (layer_kernels.hpp), on the device, so the host need not wait for it,
+    // from the true norm: the sum is of the loss-scaled gradients.
+    const double norm = sqrt(double(*h.grad_sum_squares)) / h.loss_scale;
     if (!isfinite(norm)) return;
     h.grad_scale = (h.max_grad_norm > 0 && norm > h.max_grad_norm) ? float(h.max_grad_norm / (norm + 1e-6)) : 1.0f;
   }
+  // One factor takes the loss scale out and clips (exact for a power-of-two loss scale).
+  h.grad_scale /= h.loss_scale;
   const ChunkRef c = chunks[blockIdx.x];
   const AdamTensor t = tensors[c.tensor];
   const int64_t begin = int64_t(c.chunk) * kChunkElements;

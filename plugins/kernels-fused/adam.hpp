@@ -28,6 +28,9 @@ struct AdamHyper {
   // ptdp::grad_clip_scale computes it, and a non-finite norm updates nothing.
   const float* grad_sum_squares = nullptr;
   float max_grad_norm = 0.0f;
+  // The loss scale the gradients (and grad_sum_squares) carry, divided out before clipping and
+  // the update (ptdp::AdamStep::loss_scale).
+  float loss_scale = 1.0f;
 };
 
 // metadata: a device copy of pack_multi_tensor(std::vector<AdamTensor>).

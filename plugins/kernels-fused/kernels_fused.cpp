@@ -293,6 +293,10 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
   hyper.beta2 = step.beta2;
   hyper.eps = step.eps;
   hyper.grad_scale = step.grad_scale;
+  if (!(step.loss_scale > 0.0f) || !std::isfinite(step.loss_scale))
+    throw Error("kernels-fused: adam_step: loss_scale " + std::to_string(step.loss_scale) +
+                " must be positive and finite");
+  hyper.loss_scale = step.loss_scale;
   hyper.bias_correction1 = float(1.0 - std::pow(double(step.beta1), double(step.step)));
   hyper.bias_correction2 = float(1.0 - std::pow(double(step.beta2), double(step.step)));
   if (step.grad_sum_squares.data) {

@@ -20,6 +20,9 @@ void adam_update(const ParamRef& param, const AdamStep& step) {
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(step.beta2, t)));
   const float decay = param.weight_decay ? 1.0f - step.lr * step.weight_decay : 1.0f;
   const float b1 = step.beta1, b2 = step.beta2;
+  // One factor: the loss scale divided out, then clipping. For a power-of-two loss scale it is
+  // exact, and the update equals that of unscaled gradients bit for bit.
+  const float grad_factor = step.grad_scale / step.loss_scale;
 
   float* w = param.master.as<float>();
   const float* g = param.grad.as<float>();
@@ -27,7 +30,7 @@ void adam_update(const ParamRef& param, const AdamStep& step) {
   float* v = param.exp_avg_sq.as<float>();
   const int64_t n = param.master.numel();
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] * step.grad_scale;
+    const float gi = g[i] * grad_factor;
     m[i] = b1 * m[i] + (1.0f - b1) * gi;
     v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
     w[i] *= decay;

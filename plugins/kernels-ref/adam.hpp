@@ -4,7 +4,8 @@
 
 namespace ptdp::kref {
 
-// grad is multiplied by step.grad_scale first; decay applies only where param.weight_decay.
+// grad is divided by step.loss_scale and multiplied by step.grad_scale first; decay applies only
+// where param.weight_decay.
 void adam_update(const ParamRef& param, const AdamStep& step);
 
 }  // namespace ptdp::kref

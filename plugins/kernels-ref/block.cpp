@@ -78,8 +78,12 @@ void RefBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
 void RefBlock::linear_forward_of(const LinearSite& site, float* out, const float* in, const Parameter& weight,
                                  const float* bias, int64_t n, int64_t in_dim, int64_t out_dim, const MicroBatch& mb,
                                  float& input_scale) {
-  if (!fp8_) return linear_forward(out, in, weight.value(), bias, n, in_dim, out_dim);
   const Partition& p = *part_;
+  if (!fp8_) {
+    std::vector<float> copy;
+    return linear_forward(out, in, p.working_weights(weight.value(), out_dim * in_dim, copy), bias, n, in_dim,
+                          out_dim);
+  }
   const Fp8LinearScaling& scaling = fp8_linears_[site.index];
   const Fp8Cast x = fp8_cast(in, n * in_dim, Fp8Operand::Input, site.input_sharded, scaling, p, mb.training);
   const Fp8Cast w = fp8_cast(weight.value(), out_dim * in_dim, Fp8Operand::Weight, true, scaling, p, mb.training);
@@ -90,9 +94,12 @@ void RefBlock::linear_forward_of(const LinearSite& site, float* out, const float
 void RefBlock::linear_backward_of(const LinearSite& site, float* din, const Parameter& weight, float* dbias,
                                   const float* dout, const float* in, float input_scale, int64_t n, int64_t in_dim,
                                   int64_t out_dim, const MicroBatch& mb) {
-  if (!fp8_)
-    return linear_backward(din, weight.grad(), dbias, dout, in, weight.value(), n, in_dim, out_dim);
   const Partition& p = *part_;
+  if (!fp8_) {
+    std::vector<float> copy;
+    return linear_backward(din, weight.grad(), dbias, dout, in,
+                           p.working_weights(weight.value(), out_dim * in_dim, copy), n, in_dim, out_dim);
+  }
   const Fp8LinearScaling& scaling = fp8_linears_[site.index];
   const Fp8Cast dy = fp8_cast(dout, n * out_dim, Fp8Operand::OutputGradient, site.output_gradient_sharded, scaling,
                               p, mb.training);
@@ -122,10 +129,14 @@ void RefBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool 
   std::copy(in.as<float>(), in.as<float>() + n * h, a.x.begin());  // `out` may be `in`
   layer_norm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
                      ln1_weight_->value(), ln1_bias_->value(), n, h, eps);
+  // Under fp16 the inputs of the linear layers are rounded as they are made, so the backward's
+  // weight gradients read the same (saved) values as the forward did.
+  p.to_working(a.ln1.data(), n * h);
   linear_forward_of(kQkvSite, a.qkv.data(), a.ln1.data(), *qkv_weight_, qkv_bias_->value(), n, h, 3 * hl, mb,
                     a.fp8_input_scale[kQkv]);
   const AttentionShape shape{s, b, p.local_heads(), p.head_dim()};
   attention_forward(a.attn.data(), a.probs.data(), a.qkv.data(), shape);
+  p.to_working(a.attn.data(), n * hl);
   std::vector<float> partial = zeros(n * h);
   linear_forward_of(kProjSite, partial.data(), a.attn.data(), *proj_weight_, nullptr, n, hl, h, mb,
                     a.fp8_input_scale[kProj]);
@@ -134,13 +145,16 @@ void RefBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool 
 
   layer_norm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.residual.data(),
                      ln2_weight_->value(), ln2_bias_->value(), n, h, eps);
+  p.to_working(a.ln2.data(), n * h);
   linear_forward_of(kFc1Site, a.fc1.data(), a.ln2.data(), *fc1_weight_, fc1_bias_->value(), n, h, fl, mb,
                     a.fp8_input_scale[kFc1]);
   gelu_forward(a.gelu.data(), a.fc1.data(), n * fl);
+  p.to_working(a.gelu.data(), n * fl);
   linear_forward_of(kFc2Site, partial.data(), a.gelu.data(), *fc2_weight_, nullptr, n, fl, h, mb,
                     a.fp8_input_scale[kFc2]);
   reduce_bias_dropout_add(out.as<float>(), partial, fc2_bias_->value(), a.residual.data(), p, mb,
                           mlp_dropout_site(layer_));
+  p.to_working(out.as<float>(), n * h);
 
   if (save) saved_.put(mb.slot, std::move(a));
 }
@@ -161,12 +175,16 @@ void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   std::vector<float> dresidual(dout.as<float>(), dout.as<float>() + n * h);
 
   // MLP half. The forward all-reduce is an identity for the gradient: every rank has all of it.
+  // Under fp16 each linear layer's output gradient is rounded before its GEMMs read it: where a
+  // loss scale is too large, this is where the gradients overflow.
   std::vector<float> dbranch = dresidual;
   apply_dropout(dbranch.data(), p.model, mb, mlp_dropout_site(layer_));
+  p.to_working(dbranch.data(), n * h);
   std::vector<float> dgelu = zeros(n * fl), dfc1 = zeros(n * fl), dln = zeros(n * h);
   linear_backward_of(kFc2Site, dgelu.data(), *fc2_weight_, fc2_bias_->grad(), dbranch.data(), a.gelu.data(),
                      a.fp8_input_scale[kFc2], n, fl, h, mb);
   gelu_backward(dfc1.data(), a.fc1.data(), dgelu.data(), n * fl);
+  p.to_working(dfc1.data(), n * fl);
   linear_backward_of(kFc1Site, dln.data(), *fc1_weight_, fc1_bias_->grad(), dfc1.data(), a.ln2.data(),
                      a.fp8_input_scale[kFc1], n, h, fl, mb);
   p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
@@ -176,17 +194,20 @@ void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   // Attention half.
   dbranch = dresidual;
   apply_dropout(dbranch.data(), p.model, mb, attention_dropout_site(layer_));
+  p.to_working(dbranch.data(), n * h);
   std::vector<float> dattn = zeros(n * hl), dqkv = zeros(n * 3 * hl);
   linear_backward_of(kProjSite, dattn.data(), *proj_weight_, proj_bias_->grad(), dbranch.data(), a.attn.data(),
                      a.fp8_input_scale[kProj], n, hl, h, mb);
   attention_backward(dqkv.data(), dattn.data(), a.qkv.data(), a.probs.data(),
                      AttentionShape{s, b, p.local_heads(), p.head_dim()});
+  p.to_working(dqkv.data(), n * 3 * hl);
   linear_backward_of(kQkvSite, dln.data(), *qkv_weight_, qkv_bias_->grad(), dqkv.data(), a.ln1.data(),
                      a.fp8_input_scale[kQkv], n, h, 3 * hl, mb);
   p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
   layer_norm_backward(dresidual.data(), ln1_weight_->grad(), ln1_bias_->grad(), dln.data(), a.x.data(),
                       ln1_weight_->value(), a.ln1_mean.data(), a.ln1_rstd.data(), n, h);
 
+  p.to_working(dresidual.data(), n * h);
   std::copy(dresidual.begin(), dresidual.end(), din.as<float>());
 }
 

@@ -39,6 +39,7 @@ void RefEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor ou
     for (int64_t j = 0; j < b; ++j)
       for (int64_t f = 0; f < h; ++f) x[(pos * b + j) * h + f] += pos_emb[pos * h + f];
   apply_dropout(x.data(), m, mb, embedding_dropout_site());
+  part_->to_working(x.data(), s * b * h);  // the first activation between layers
   std::copy(x.begin(), x.end(), out.as<float>());
 
   if (save) saved_tokens_.put(mb.slot, std::vector<int32_t>(ids, ids + s * b));

@@ -44,8 +44,10 @@ void RefHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& targ
   a.rstd.assign(n, 0.0f);
   layer_norm_forward(a.ln.data(), a.mean.data(), a.rstd.data(), a.x.data(), ln_weight_->value(),
                      ln_bias_->value(), n, h, p.model.layernorm_eps);
+  p.to_working(a.ln.data(), n * h);  // the logits GEMM's input, saved for its weight gradient
   a.logits.assign(n * vl, 0.0f);
-  linear_forward(a.logits.data(), a.ln.data(), word_->value(), nullptr, n, h, vl);
+  std::vector<float> word;
+  linear_forward(a.logits.data(), a.ln.data(), p.working_weights(word_->value(), vl * h, word), nullptr, n, h, vl);
   a.logsumexp.assign(n, 0.0f);
   std::vector<float> losses(n);
   vocab_parallel_cross_entropy_forward(losses.data(), a.logsumexp.data(), a.logits.data(),
@@ -68,11 +70,15 @@ void RefHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   std::vector<float> dlogits(n * vl);
   vocab_parallel_cross_entropy_backward(dlogits.data(), a.logits.data(), a.logsumexp.data(),
                                         a.targets.data(), loss_scale / static_cast<float>(n), n, p);
-  std::vector<float> dln(n * h), dx(n * h, 0.0f);
-  linear_backward(dln.data(), word_->grad(), nullptr, dlogits.data(), a.ln.data(), word_->value(), n, h, vl);
+  // Under fp16 the scaled loss's gradient is the first value rounded to half in the backward.
+  p.to_working(dlogits.data(), n * vl);
+  std::vector<float> dln(n * h), dx(n * h, 0.0f), word;
+  linear_backward(dln.data(), word_->grad(), nullptr, dlogits.data(), a.ln.data(),
+                  p.working_weights(word_->value(), vl * h, word), n, h, vl);
   p.all_reduce(dln.data(), n * h, ReduceOp::Sum);
   layer_norm_backward(dx.data(), ln_weight_->grad(), ln_bias_->grad(), dln.data(), a.x.data(),
                       ln_weight_->value(), a.mean.data(), a.rstd.data(), n, h);
+  p.to_working(dx.data(), n * h);
   std::copy(dx.begin(), dx.end(), din.as<float>());
 }
 
@@ -87,7 +93,9 @@ void RefHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
   std::vector<float> ln(n * h), mean(n), rstd(n);
   layer_norm_forward(ln.data(), mean.data(), rstd.data(), in.as<float>(), ln_weight_->value(), ln_bias_->value(), n,
                      h, p.model.layernorm_eps);
-  linear_forward(logits.as<float>(), ln.data(), word_->value(), nullptr, n, h, vl);
+  p.to_working(ln.data(), n * h);
+  std::vector<float> word;
+  linear_forward(logits.as<float>(), ln.data(), p.working_weights(word_->value(), vl * h, word), nullptr, n, h, vl);
 }
 
 }  // namespace ptdp::kref

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "fp16_format.hpp"
 #include "parameter.hpp"
 
 namespace ptdp::kref {
@@ -28,6 +29,17 @@ void Partition::all_reduce(float* data, int64_t count, ReduceOp op) const {
   if (size == 1) return;
   Tensor view{data, DType::F32, {count}, Device{MemoryKind::Host, 0}};
   group->all_reduce(view, op);
+}
+
+void Partition::to_working(float* data, int64_t count) const {
+  if (working == DType::F16) round_to_fp16(data, count);
+}
+
+const float* Partition::working_weights(const float* weights, int64_t count, std::vector<float>& copy) const {
+  if (working != DType::F16) return weights;
+  copy.assign(weights, weights + count);
+  round_to_fp16(copy.data(), count);
+  return copy.data();
 }
 
 Partition make_partition(const KernelsBinding& b) {
@@ -67,7 +79,10 @@ Partition make_partition(const KernelsBinding& b) {
   if (b.fp8.enabled)
     require(b.fp8.amax_history >= 1 && b.fp8.bf16_first_blocks >= 0 && b.fp8.bf16_last_blocks >= 0,
             "the FP8 recipe needs an amax history of at least 1 step and non-negative counts of bf16 blocks");
-  return Partition{m, b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>(), b.fp8};
+  require(b.working == DType::F32 || b.working == DType::F16,
+          std::string("the working type ") + dtype_name(b.working) + " is not one this backend runs (f32, or f16 "
+          "emulated in f32)");
+  return Partition{m, b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>(), b.fp8, b.working};
 }
 
 }  // namespace ptdp::kref

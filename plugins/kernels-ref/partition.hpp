@@ -3,6 +3,7 @@
 // in the group, and the widths of everything the Megatron partitioning splits.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <ptdp/layer_kernels.hpp>
 
@@ -17,6 +18,7 @@ struct Partition {
   Communicator* group = nullptr;  // null only when size == 1
   std::shared_ptr<ParameterRegistry> parameters;  // every parameter the layers made
   Fp8Recipe fp8;                                  // which blocks cast their GEMMs' operands to FP8
+  DType working = DType::F32;  // F16: what a GPU would hold in half is rounded to it (fp16_format.hpp)
 
   int64_t tokens() const { return int64_t{model.seq_len} * model.micro_batch; }  // s * b
   int64_t head_dim() const { return model.hidden / model.heads; }
@@ -30,6 +32,14 @@ struct Partition {
 
   // In-place reduction over the group; nothing to do on a single rank.
   void all_reduce(float* data, int64_t count, ReduceOp op) const;
+
+  // precision.params = "fp16": values a GPU run stores in half (the operands of the linear
+  // layers' GEMMs, the activations passed between layers and their gradients) are rounded to it
+  // where they are made, so that they overflow where fp16 would. Under F32 these do nothing.
+  void to_working(float* data, int64_t count) const;
+  // A linear layer's weights as its GEMMs read them: `weights` itself, or under fp16 a rounded
+  // copy kept in `copy`.
+  const float* working_weights(const float* weights, int64_t count, std::vector<float>& copy) const;
 };
 
 // Checks everything the partitioning relies on (divisibility, the group's size and rank) and

@@ -119,10 +119,14 @@ void RefKernels::sum_squares_into(const std::vector<Tensor>& tensors, Tensor out
 }
 
 void RefKernels::adam_step(const std::vector<ParamRef>& params, const AdamStep& step) {
+  if (!(step.loss_scale > 0.0f) || !std::isfinite(step.loss_scale))
+    throw Error("kernels-ref: adam_step loss_scale must be positive and finite (got " +
+                std::to_string(step.loss_scale) + ")");
   AdamStep scaled = step;
   if (step.grad_sum_squares.data) {
     check_host_tensor(step.grad_sum_squares, DType::F32, {1}, "adam_step grad_sum_squares");
-    const double norm = std::sqrt(static_cast<double>(*step.grad_sum_squares.as<float>()));
+    // The sum is of the scaled gradients: the true norm is its root over the loss scale.
+    const double norm = std::sqrt(static_cast<double>(*step.grad_sum_squares.as<float>())) / step.loss_scale;
     if (!std::isfinite(norm)) return;  // nothing is updated
     scaled.grad_scale = grad_clip_scale(norm, step.max_grad_norm);
   }

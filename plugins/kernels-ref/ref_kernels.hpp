@@ -1,6 +1,6 @@
 #pragma once
-// kernels-ref: the LayerKernels backend on the CPU in fp32, the definition of correct that every
-// other backend is compared with. Tests link it directly (target ptdp-kernels-ref-impl); the
+// kernels-ref: the LayerKernels backend on the CPU in fp32 (fp16 emulated by rounding), the
+// definition of correct that every other backend is compared with. Tests link it directly (target ptdp-kernels-ref-impl); the
 // plugin (libptdp-kernels-ref.so) wraps the same class. Parameter names, shapes and the way each
 // is split over the tensor-parallel group are described in README.md next to this file.
 #include <memory>
@@ -27,9 +27,11 @@ class RefKernels : public LayerKernels {
   Device device() const override { return Device{MemoryKind::Host, 0}; }
   int device_count() const override { return 1; }
   DType activation_dtype() const override { return DType::F32; }
-  // FP8 is emulated (fp8_format.hpp), so that every part of the recipe but the GEMM kernels runs
-  // and is tested on the CPU.
-  uint32_t precisions() const override { return precision_bit(PrecisionSupport::Fp8Hybrid); }
+  // FP8 and fp16 are emulated (fp8_format.hpp, fp16_format.hpp), so that every part of those
+  // recipes but the GEMM kernels runs and is tested on the CPU.
+  uint32_t precisions() const override {
+    return precision_bit(PrecisionSupport::Fp8Hybrid) | precision_bit(PrecisionSupport::Fp16);
+  }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

@@ -97,6 +97,10 @@ HostRun host_run_result(const CommandResult& ran, const std::string& metrics_pat
     if (auto record = nlohmann::json::parse(line, nullptr, false); record.contains("step")) {  // not the header
       result.losses.push_back(record["loss"].get<double>());
       result.lrs.push_back(record["lr"].get<double>());
+      if (record.contains("loss_scale")) {
+        result.loss_scales.push_back(record["loss_scale"].get<double>());
+        result.skipped.push_back(record["skipped"].get<bool>());
+      }
     }
   return result;
 }

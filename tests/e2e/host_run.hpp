@@ -14,6 +14,9 @@ struct HostRun {
   std::string output;          // stdout and stderr together
   std::vector<double> losses;  // per step, from --metrics
   std::vector<double> lrs;     // the learning rate of each step, from --metrics
+  // precision.params = "fp16" only: each step's loss scale and whether it was skipped.
+  std::vector<double> loss_scales;
+  std::vector<bool> skipped;
 };
 
 struct CommandResult {

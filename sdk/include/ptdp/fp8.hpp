@@ -23,17 +23,10 @@
 #include <cstdint>
 #include <limits>
 
+#include "ptdp/precision.hpp"
 #include "ptdp/tensor.hpp"
 
 namespace ptdp {
-
-// What a kernels plugin can run besides its activation type, as bits of
-// LayerKernels::precisions(). The core refuses a manifest that asks for what its kernels plugin
-// does not declare.
-enum class PrecisionSupport : uint32_t {
-  Fp8Hybrid = 1u << 0,  // precision.fp8 = "hybrid" with both scaling recipes
-};
-inline uint32_t precision_bit(PrecisionSupport p) { return static_cast<uint32_t>(p); }
 
 enum class Fp8Scaling : uint8_t { Tensorwise = 0, Delayed = 1 };
 enum class Fp8AmaxCompute : uint8_t { Max = 0, MostRecent = 1 };

@@ -25,6 +25,7 @@
 
 #include "ptdp/communicator.hpp"
 #include "ptdp/fp8.hpp"
+#include "ptdp/precision.hpp"
 #include "ptdp/tensor.hpp"
 
 namespace ptdp {
@@ -126,7 +127,9 @@ class HeadLayer {
   virtual void forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss,
                        bool save) = 0;
   // Backward of loss_scale * loss (the core passes 1/(m*d) so gradients are those of the
-  // global-batch mean).
+  // global-batch mean; under precision.params = "fp16" it passes S/(m*d) for the loss scale S, so
+  // that small gradients stay above fp16's smallest values, and Adam divides S out again:
+  // AdamStep::loss_scale).
   virtual void backward(const MicroBatch& mb, float loss_scale, Tensor din) = 0;
   virtual void release(int slot) = 0;
   // For generation: the logits of this rank's vocabulary rows, F32 [s, b, padded_vocab / t] on
@@ -143,7 +146,15 @@ struct KernelsBinding {
   int device_index = 0;        // the device the core placed this rank on (accelerator backends)
   // Since ABI 1.7 (a host of an older minor refuses a 1.7 plugin, so it is always set when a
   // plugin reads it). Off unless the plugin declares PrecisionSupport::Fp8Hybrid.
-  Fp8Recipe fp8;
+  Fp8Recipe fp8 = {};
+  // Since ABI 1.7. The type precision.params names: F32 ("fp32"), BF16 ("bf16") or F16 ("fp16").
+  // It is what a GPU run would store the working weights of the GEMMs and the activations
+  // between layers (and their gradients) in. A backend computes in activation_dtype() and may
+  // ignore it, except that F16 is only ever set for a plugin that declares
+  // PrecisionSupport::Fp16, which then holds those values in IEEE half (or rounds them to it,
+  // as kernels-ref does on the CPU): a gradient beyond fp16's range becomes infinite there, and
+  // the core skips the step.
+  DType working = DType::F32;
 };
 
 struct AdamStep {
@@ -153,7 +164,7 @@ struct AdamStep {
   float beta2 = 0.95f;
   float eps = 1e-8f;
   float weight_decay = 0.0f; // decoupled (AdamW), only where ParamRef::weight_decay
-  float grad_scale = 1.0f;   // gradients are multiplied by this first (clipping)
+  float grad_scale = 1.0f;   // gradients (divided by loss_scale) are multiplied by this first (clipping)
   // Since ABI 1.5. When set (F32 [1] in the kernels' memory: the sum of squares of every
   // gradient, from sum_squares_into and summed over the job), the backend reads the gradient norm
   // as its square root itself, in stream order, so the host need not wait for it: grad_scale is
@@ -161,10 +172,18 @@ struct AdamStep {
   // (the field above is ignored), and where the norm is not finite nothing is updated at all.
   Tensor grad_sum_squares;
   float max_grad_norm = 0.0f;
+  // Since ABI 1.7. The loss scale the gradients carry (precision.params = "fp16"; 1 otherwise):
+  // they, and grad_sum_squares (the sum of squares of the scaled gradients), are that many times
+  // the true ones. The backend divides each gradient by it before clipping and Adam, and clips
+  // with the true norm, sqrt(grad_sum_squares) / loss_scale. Where that norm is not finite (the
+  // scaled gradients overflowed) nothing is updated, as above. A power of two (the default scale,
+  // and what halving and doubling it give) divides out exactly.
+  float loss_scale = 1.0f;
 };
 
 // The gradient scale that clips the global norm to max_grad_norm (0: no clipping), as
-// AdamStep::grad_sum_squares asks backends to compute it.
+// AdamStep::grad_sum_squares asks backends to compute it (from the true norm: the scaled one
+// divided by AdamStep::loss_scale).
 inline float grad_clip_scale(double norm, float max_grad_norm) {
   return (max_grad_norm > 0 && norm > max_grad_norm) ? static_cast<float>(max_grad_norm / (norm + 1e-6)) : 1.0f;
 }

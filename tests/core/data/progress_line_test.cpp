@@ -1,6 +1,7 @@
 // The progress line printed while training.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -55,6 +56,20 @@ TEST(ProgressLine, ThroughputUnitFollowsItsSize) {
     std::string line = progress_line(m, 40, 14.0);
     EXPECT_NE(line.find(expected), std::string::npos) << tflops << ": " << line;
   }
+}
+
+TEST(ProgressLine, Fp16ShowsTheLossScaleAndTheSkippedSteps) {
+  StepMetrics m = example();
+  m.loss_scale = 32768;
+  m.steps_skipped = 2;
+  EXPECT_EQ(progress_line(m, 40, 14.0),
+            "step 12/40 | loss 3.2104 | lr 9.6e-04 | grad 0.84 | loss scale 32768, 2 skipped | 10.2k tok/s | "
+            "12.3 GFLOP/s/rank | 00:14 elapsed, ETA 00:33");
+  m.skipped = true;
+  m.steps_skipped = 3;
+  m.grad_norm = -std::nan("");
+  EXPECT_NE(progress_line(m, 40, 14.0).find("| grad nan | loss scale 32768 (skipped), 3 skipped |"), std::string::npos)
+      << progress_line(m, 40, 14.0);
 }
 
 TEST(ProgressLine, NoEtaBeforeTheFirstStep) {

@@ -74,6 +74,30 @@ TEST(ManifestLoad, DefaultsFillWhatIsNotWritten) {
     EXPECT_TRUE(c.plugins.options.at(slot).empty());
 }
 
+TEST(ManifestLoad, Fp16KeysLoadAndAreIgnoredUnderOtherParams) {
+  const RunConfig defaults = load_manifest_string(kManifest, "t.toml");
+  EXPECT_DOUBLE_EQ(defaults.precision.loss_scale_initial, 65536.0);
+  EXPECT_EQ(defaults.precision.loss_scale_window, 1000);
+  EXPECT_DOUBLE_EQ(defaults.precision.loss_scale_min, 1.0);
+  EXPECT_EQ(defaults.precision.loss_scale_hysteresis, 2);
+  EXPECT_FALSE(defaults.precision.fp16());
+  const std::string keys = "\nloss_scale_initial = 1024.0\nloss_scale_window = 50\nloss_scale_min = 2048.0\n"
+                           "loss_scale_hysteresis = 1";
+  // Under fp32 the keys are read and checked, but no rule applies: an initial scale below the
+  // minimum is no error there.
+  const RunConfig fp32 = load_manifest_string(edited(kManifest, {{"params = \"fp32\"", "params = \"fp32\"" + keys}}),
+                                              "t.toml");
+  EXPECT_DOUBLE_EQ(fp32.precision.loss_scale_initial, 1024.0);
+  EXPECT_EQ(fp32.precision.loss_scale_window, 50);
+  EXPECT_DOUBLE_EQ(fp32.precision.loss_scale_min, 2048.0);
+  EXPECT_EQ(fp32.precision.loss_scale_hysteresis, 1);
+  const RunConfig fp16 = load_manifest_string(
+      edited(kManifest, {{"params = \"fp32\"", "params = \"fp16\"\nloss_scale_initial = 4096.0\nloss_scale_min = 4096.0"}}),
+      "t.toml");
+  EXPECT_TRUE(fp16.precision.fp16());
+  EXPECT_DOUBLE_EQ(fp16.precision.loss_scale_initial, 4096.0);
+}
+
 TEST(ManifestLoad, FfnHiddenCanBeSet) {
   const RunConfig c = load_manifest_string(edited(kManifest, {{"vocab = 256", "vocab = 256\nffn_hidden = 100"}}), "t.toml");
   EXPECT_EQ(c.model.ffn_hidden, 100);

@@ -66,6 +66,45 @@ TEST(MetricsReader, ReadsWhatMetricsLogWrites) {
   EXPECT_DOUBLE_EQ(*steps[1].val_loss, 4.5);
 }
 
+TEST(MetricsReader, ReadsTheLossScaleOfAnFp16Run) {
+  test::TempDir dir("ptdp-metrics");
+  const std::string path = (dir.path() / "fp16.jsonl").string();
+  {
+    MetricsLog log(path);
+    StepMetrics m;
+    m.step = 1;
+    m.loss = 5.5;
+    m.grad_norm = NAN;  // a skipped step's norm is not finite
+    m.loss_scale = 65536;
+    m.skipped = true;
+    log.write(m);
+    m.step = 2;
+    m.grad_norm = 0.75;
+    m.loss_scale = 32768;
+    m.skipped = false;
+    log.write(m);
+    StepMetrics fp32;
+    fp32.step = 3;
+    fp32.loss = 5.0;
+    log.write(fp32);
+  }
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_NE(first.find("\"grad_norm\":null"), std::string::npos) << first;
+  EXPECT_NE(first.find("\"loss_scale\":65536.0,\"skipped\":true"), std::string::npos) << first;
+  const auto steps = read_metrics_log(path);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].loss_scale, 65536.0);
+  EXPECT_TRUE(steps[0].skipped);
+  EXPECT_TRUE(std::isnan(steps[0].grad_norm));
+  EXPECT_EQ(steps[1].loss_scale, 32768.0);
+  EXPECT_FALSE(steps[1].skipped);
+  EXPECT_FALSE(steps[2].loss_scale.has_value()) << "a run without fp16 writes no loss scale";
+  EXPECT_EQ(read_error(write_file(dir, "bad.jsonl", "{\"step\":1,\"loss\":2,\"skipped\":1}\n")),
+            (dir.path() / "bad.jsonl").string() + ":1: \"skipped\" is number, not a boolean");
+}
+
 TEST(MetricsReader, NullAndMissingValuesReadAsNaN) {
   test::TempDir dir("ptdp-metrics");
   const std::string path = write_file(dir, "nulls.jsonl",
