@@ -104,8 +104,9 @@ class TransformerBlock {
   // [kFp8BlockLinears, kFp8Operands] in the kernels' memory, owned by the core: rows the linear
   // layers in kFp8BlockLinearNames' order, columns Fp8Operand. Every training forward and
   // backward raises amax to the largest |value| of each operand it casts (NaN-propagating, as
-  // amax_update; the tensor-parallel group's where the operand is sharded over it); the core
-  // reads and zeroes it once per step. Under delayed scaling the backend multiplies each operand
+  // amax_update; under tensorwise scaling the tensor-parallel group's where the operand is split
+  // over it, under delayed scaling the rank's own, which the core reduces); the core zeroes it
+  // before each step and reads it after. Under delayed scaling the backend multiplies each operand
   // by its entry of scale, which the core writes between steps; under tensorwise scaling it
   // computes scales from amaxes and never reads scale. Evaluation (MicroBatch::training false)
   // records nothing. A backend that runs no FP8 keeps this default.
