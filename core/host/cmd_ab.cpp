@@ -115,6 +115,11 @@ void ab(const CLI::App& command, AbOptions options) {
     throw Refusal(fmt::format("--confidence {}: must lie between 0 and 1", options.confidence));
   if (!(options.alpha > 0 && options.alpha < 1))
     throw Refusal(fmt::format("--alpha {}: must lie between 0 and 1", options.alpha));
+  // Comparisons with NaN are false, so each bound is written to refuse it too.
+  if (!(options.min_effect >= 0 && options.min_effect < 1))
+    throw Refusal(fmt::format("--min-effect {}: must be at least 0 and below 1", options.min_effect));
+  if (!(options.loss_tolerance >= 0 && options.loss_tolerance < 1))
+    throw Refusal(fmt::format("--loss-tolerance {}: must be above 0 and below 1", options.loss_tolerance));
   if (options.out.empty()) options.out = "ab-" + utc_now("%Y%m%d-%H%M%S");
   if (std::filesystem::exists(options.out + "/report.json"))
     throw Refusal(options.out + ": holds an earlier A/B report; give another --out");
@@ -186,8 +191,8 @@ void add_ab_command(CLI::App& root) {
       ->capture_default_str();
   command->add_option("--alpha", options->alpha, "p-value below which a difference can be called")
       ->capture_default_str();
-  command->add_option("--min-effect", options->min_effect,
-                      "Smallest |ratio - 1| called faster or slower")->capture_default_str();
+  command->add_option("--min-effect", options->min_effect, "Smallest |ratio - 1| called faster or slower")
+      ->capture_default_str();
   command->callback([command, options] {
     try {
       ab(*command, *options);

@@ -135,13 +135,16 @@ void add_data_command(CLI::App& root) {
                              "Stored token width: auto (the narrowest for the vocabulary), u8, u16 or i32")
       ->capture_default_str();
   encode_command->add_option("--shard-tokens", encode_args->encoding.shard_tokens,
-                             "Shards of at most this many tokens, OUT_train_000000.bin, … (llm.c: 100000000)");
+                             "Shards of at most this many tokens, OUT_train_000000.bin, … (llm.c: 100000000)")
+      ->check(CLI::PositiveNumber);
   encode_command->add_option("--val-tokens", encode_args->encoding.val_tokens,
-                             "The first documents, this many tokens, go to OUT_val.bin");
+                             "The first documents, this many tokens, go to OUT_val.bin")
+      ->check(CLI::PositiveNumber);
   encode_command->add_flag("--no-eod", encode_args->no_eod, "Do not end each document with the tokenizer's end token");
   encode_args->encoding.workers = 0;
   encode_command->add_option("--workers", encode_args->encoding.workers, "Threads that tokenize; 0: every core")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   encode_command->callback([encode_args] { encode(*encode_args); });
 
   auto paths = std::make_shared<std::vector<std::string>>();

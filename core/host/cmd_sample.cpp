@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_registry.hpp"
+#include "finite_number.hpp"
 #include "manifest_plugins.hpp"
 #include "runtime/model_chunk.hpp"
 #include "runtime/text_generation.hpp"
@@ -154,7 +155,7 @@ const RegisterHostCommand registration{{"sample", 46, [](CLI::App& root) {
                   "Also write, a JSON line per new token, the logits it was drawn from (ids below model.vocab)");
   cmd->add_option("--tokens", args->tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--temperature", args->temperature, "Softmax temperature; 0 takes the most likely token")
-      ->check(CLI::Range(0.0f, 100.0f));
+      ->check(finite_number() & CLI::Range(0.0f, 100.0f));
   cmd->add_option("--top-k", args->top_k, "Draw among the k most likely tokens only (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", args->seed, "Seed of the draws: the same seed gives the same text");
   cmd->add_option("--step", args->step, "Committed step to sample from (default: the newest)")->check(CLI::PositiveNumber);

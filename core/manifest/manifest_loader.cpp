@@ -233,6 +233,9 @@ RunConfig load(std::string_view text, const std::string& source, const fs::path&
 std::string read_config_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(EISDIR));
+  // Reading a FIFO or a socket waits for a writer, forever if none comes.
+  if (fs::is_fifo(path, ec) || fs::is_socket(path, ec))
+    throw ManifestError(path + ": cannot read " + what + ": a FIFO or socket, not a file");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
   std::string text(kMaxConfigBytes + 1, '\0');

@@ -185,6 +185,9 @@ TEST_F(AbCommand, RefusalsAreOneLineNamingTheProblem) {
       {"--arm a --arm 'b c'", "arm name 'b c': use letters, digits, '.', '_' and '-' (it names files)"},
       {"--arm a --arm b --rounds 0", "--rounds 0: at least 1"},
       {"--arm a --arm b --confidence 1.5", "--confidence 1.5: must lie between 0 and 1"},
+      {"--arm a --arm b --min-effect nan", "--min-effect nan: must be at least 0 and below 1"},
+      {"--arm a --arm b --loss-tolerance inf", "--loss-tolerance inf: must be above 0 and below 1"},
+      {"--arm a --arm b --loss-tolerance -1", "--loss-tolerance -1: must be above 0 and below 1"},
       {"--arm a --arm b --steps 4 --warmup 3",
        "arm 'a': run.steps = 4 leaves fewer than 2 samples after 3 warm-up steps; give more --steps or fewer --warmup"},
   };

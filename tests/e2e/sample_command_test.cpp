@@ -9,6 +9,17 @@
 namespace ptdp::test {
 namespace {
 
+// A temperature that is not a number would sample the same token whatever the seed: refused by the
+// command line, before any checkpoint is read.
+TEST(SampleOptions, ATemperatureThatIsNotANumberIsRefused) {
+  for (const std::string value : {"nan", "inf", "-1"}) {
+    const CommandResult r = run_shell(std::string(PTDP_TEST_HOST) + " sample /nonexistent --temperature " + value);
+    EXPECT_NE(r.exit_code, 0) << value;
+    EXPECT_NE(r.output.find("--temperature"), std::string::npos) << value << ": " << r.output;
+    EXPECT_EQ(r.output.find("/nonexistent"), std::string::npos) << value << ": the checkpoint was opened: " << r.output;
+  }
+}
+
 class SampleCommand : public ::testing::Test {
  protected:
   SampleCommand() : dir(ws.dir() + "/ckpt") {

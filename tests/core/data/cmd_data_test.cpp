@@ -130,6 +130,19 @@ TEST(HostDataCommand, AnOutputThatIsAnInputOrAFolderIsRefusedAndNothingIsLost) {
   EXPECT_EQ(left, (std::vector<std::string>{"book.txt", "t.model"})) << "a temporary file was left behind";
 }
 
+// Values that mean nothing are refused by the command line, naming the option.
+TEST(HostDataCommand, MeaninglessCountsAreRefused) {
+  ScratchDir dir;
+  const std::string text = dir.file("book.txt");
+  write_bytes(text, text_bytes("hello\n"));
+  for (const std::string option : {"--shard-tokens 0", "--shard-tokens -1", "--val-tokens -5", "--workers -1"}) {
+    HostResult r = run_host("data encode " + quoted(text) + " " + quoted(dir.file("out.bin")) + " " + option);
+    EXPECT_NE(r.exit_code, 0) << option;
+    EXPECT_NE(r.output.find(option.substr(0, option.find(' '))), std::string::npos) << option << ": " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out.bin"))) << option;
+  }
+}
+
 TEST(HostDataCommand, InfoOnAMalformedFileIsOneLine) {
   ScratchDir dir;
   const std::string path = dir.file("broken.bin");

@@ -2,9 +2,12 @@
 // line and key for a broken one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <array>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 
@@ -93,6 +96,20 @@ TEST(ValidateCommand, MissingFileExitsTwo) {
   const Result r = run_host("validate /nonexistent/ptdp.toml");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.output, "/nonexistent/ptdp.toml: cannot read manifest: No such file or directory\n");
+}
+
+// A FIFO nobody writes to would block a reader forever: validate and data info refuse it at once
+// (the timeout is the test's guard, not the behaviour).
+TEST(ValidateCommand, AFifoIsRefusedInsteadOfWaitedOn) {
+  const std::string fifo = (std::filesystem::temp_directory_path() / ("ptdp-fifo-" + std::to_string(::getpid()))).string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Result validate = run_host("validate " + fifo);
+  EXPECT_EQ(validate.status, 2);
+  EXPECT_EQ(validate.output, fifo + ": cannot read manifest: a FIFO or socket, not a file\n");
+  const Result info = run_host("data info " + fifo);
+  EXPECT_NE(info.status, 0);
+  EXPECT_NE(info.output.find(fifo + ": not a regular file"), std::string::npos) << info.output;
+  std::filesystem::remove(fifo);
 }
 
 TEST(ValidateCommand, AnEndlessFileIsRefusedWithinBoundedMemory) {
