@@ -14,6 +14,9 @@ namespace {
 
 constexpr uint8_t kVersion = 1;
 constexpr size_t kChallengeBytes = 32;
+// Every handshake message is small: a version, a flag and a challenge or a proof, or a verdict
+// with its reason. Nothing larger is read, or allocated, before a connection has proved the secret.
+constexpr uint32_t kMaxHandshakeBytes = 1024;
 
 std::string random_challenge() {
   std::string challenge(kChallengeBytes, '\0');
@@ -42,7 +45,11 @@ bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_p
   hello.u8(kVersion).u8(secret ? 1 : 0).bytes(challenge.data(), challenge.size());
   if (store_protocol::send_frame(fd, hello.data(), deadline) != net::IoResult::Done) return false;
   std::vector<uint8_t> answer;
-  if (store_protocol::recv_frame(fd, answer, deadline) != net::IoResult::Done) return false;
+  try {
+    if (store_protocol::recv_frame(fd, answer, deadline, kMaxHandshakeBytes) != net::IoResult::Done) return false;
+  } catch (const Error&) {
+    return false;  // a length beyond any handshake: not a ptdp rank
+  }
   std::string refusal;
   try {
     store_protocol::Reader r(answer);
@@ -70,7 +77,7 @@ bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_p
 void offer(int fd, const std::optional<std::string>& secret, net::Clock::time_point deadline, const std::string& where) {
   const std::string who = "rendezvous: the store at " + where;
   std::vector<uint8_t> hello;
-  if (store_protocol::recv_frame(fd, hello, deadline) != net::IoResult::Done)
+  if (store_protocol::recv_frame(fd, hello, deadline, kMaxHandshakeBytes) != net::IoResult::Done)
     throw Error(who + " closed the connection before its handshake (too many connections, or not a ptdp store)");
   store_protocol::Reader r(hello);
   const uint8_t version = r.u8();
@@ -91,7 +98,7 @@ void offer(int fd, const std::optional<std::string>& secret, net::Clock::time_po
   if (store_protocol::send_frame(fd, answer.data(), deadline) != net::IoResult::Done)
     throw Error(who + " closed the connection during its handshake");
   std::vector<uint8_t> verdict;
-  if (store_protocol::recv_frame(fd, verdict, deadline) != net::IoResult::Done)
+  if (store_protocol::recv_frame(fd, verdict, deadline, kMaxHandshakeBytes) != net::IoResult::Done)
     throw Error(who + " did not answer the handshake");
   store_protocol::Reader v(verdict);
   if (static_cast<store_protocol::Status>(v.u8()) != store_protocol::Status::Ok)

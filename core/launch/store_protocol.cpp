@@ -73,13 +73,14 @@ net::IoResult send_frame(int fd, const std::vector<uint8_t>& body, net::Clock::t
   return net::send_all(fd, frame.data().data(), frame.data().size(), deadline);
 }
 
-net::IoResult recv_frame(int fd, std::vector<uint8_t>& body, net::Clock::time_point deadline) {
+net::IoResult recv_frame(int fd, std::vector<uint8_t>& body, net::Clock::time_point deadline, uint32_t max_bytes) {
   uint32_t size = 0;
   net::IoResult r = net::recv_all(fd, &size, sizeof(size), deadline);
   if (r != net::IoResult::Done) return r;
   size = ntohl(size);
-  if (size > kMaxFrameBytes)
-    throw Error("rendezvous: store message of " + std::to_string(size) + " bytes exceeds the limit");
+  if (size > max_bytes)
+    throw Error("rendezvous: store message of " + std::to_string(size) + " bytes exceeds its limit of " +
+                std::to_string(max_bytes));
   body.resize(size);
   return net::recv_all(fd, body.data(), size, deadline);
 }

@@ -49,6 +49,7 @@ class Reader {
 // Sends one frame; returns the I/O result (Closed when the peer went away).
 net::IoResult send_frame(int fd, const std::vector<uint8_t>& body, net::Clock::time_point deadline);
 // Receives one frame into body.
-net::IoResult recv_frame(int fd, std::vector<uint8_t>& body, net::Clock::time_point deadline);
+net::IoResult recv_frame(int fd, std::vector<uint8_t>& body, net::Clock::time_point deadline,
+                         uint32_t max_bytes = kMaxFrameBytes);
 
 }  // namespace ptdp::store_protocol

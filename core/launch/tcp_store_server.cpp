@@ -56,10 +56,27 @@ TcpStoreServer::~TcpStoreServer() {
   for (Client& c : clients_) c.thread.join();
 }
 
+void TcpStoreServer::reap_finished_clients() {
+  std::list<Client> done;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      const auto next = std::next(it);
+      // A finished client's thread set `finished` under the lock as its last use of it.
+      if (it->finished) done.splice(done.end(), clients_, it);
+      it = next;
+    }
+  }
+  for (Client& c : done) c.thread.join();
+}
+
 void TcpStoreServer::accept_loop() {
   for (;;) {
+    // Woken at least every second, so that the threads of connections that ended are joined
+    // (and their stacks freed) whether or not more connections come.
+    reap_finished_clients();
     pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
-    int rc = ::poll(fds, 2, -1);
+    int rc = ::poll(fds, 2, 1000);
     if (rc < 0) {
       if (errno == EINTR) continue;
       return;
@@ -99,6 +116,7 @@ void TcpStoreServer::serve(Client* client) {
     // A malformed or failing client only loses its own connection.
   }
   std::lock_guard lock(mutex_);
+  client->socket = net::FileDescriptor();  // closed now: a finished connection holds no descriptor
   client->finished = true;
   changed_.notify_all();
 }

@@ -44,6 +44,7 @@ class TcpStoreServer {
   };
 
   void accept_loop();
+  void reap_finished_clients();
   void serve(Client* client);
   std::vector<uint8_t> handle(const std::vector<uint8_t>& request);
 

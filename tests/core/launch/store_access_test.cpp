@@ -3,12 +3,16 @@
 // machines without one, and closes connections beyond its cap at once.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -94,6 +98,61 @@ TEST(StoreAccess, ConnectionsBeyondTheCapAreClosedAtOnce) {
   EXPECT_GE(greeted, 16);
   flood.clear();
   std::this_thread::sleep_for(200ms);  // the server notices the closed connections
+  server.set("after", {7});
+  EXPECT_EQ(server.get("after", 1s), std::vector<uint8_t>{7});
+}
+
+// Entries of a /proc/self folder: the process's open descriptors, or its threads.
+size_t entries_of(const char* folder) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(folder)) ++n;
+  return n;
+}
+
+// Before a connection has proved the secret, nothing beyond the handshake's few bytes is read or
+// allocated: a length prefix of 1 GiB is the end of that connection, at once.
+TEST(StoreAccess, AHugeLengthBeforeTheProofClosesTheConnectionAtOnce) {
+  ScopedVariable secret(kRendezvousSecretVariable, "the job's secret");
+  TcpStore server("127.0.0.1", 0, 0, 1, 5s);
+  std::string reason;
+  net::FileDescriptor fd = net::try_connect_tcp("127.0.0.1", server.port(), reason);
+  ASSERT_TRUE(fd) << reason;
+  std::vector<uint8_t> hello;
+  ASSERT_EQ(store_protocol::recv_frame(fd.get(), hello, net::Clock::now() + 2s), net::IoResult::Done);
+  const uint32_t huge = htonl(1u << 30);
+  ASSERT_EQ(::send(fd.get(), &huge, sizeof huge, MSG_NOSIGNAL), ssize_t(sizeof huge));
+  const auto start = std::chrono::steady_clock::now();
+  char byte = 0;
+  EXPECT_EQ(net::recv_all(fd.get(), &byte, 1, net::Clock::now() + 5s), net::IoResult::Closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "the server waited for a body it should not read";
+}
+
+// A flood of connections that send garbage, or a length prefix of 0xFFFFFFFF, and go away leaves
+// the server's descriptors and threads where they started (it closes each connection when it
+// ends, and joins its thread within a second).
+TEST(StoreAccess, AFloodOfBadConnectionsLeavesNothingBehind) {
+  ScopedVariable secret(kRendezvousSecretVariable, "the job's secret");
+  TcpStore server("127.0.0.1", 0, 0, 1, 5s);
+  std::this_thread::sleep_for(1500ms);  // the server's own connections settled
+  const size_t fds_before = entries_of("/proc/self/fd"), threads_before = entries_of("/proc/self/task");
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (int i = 0; i < 1000 && std::chrono::steady_clock::now() < deadline; ++i) {
+    std::string reason;
+    net::FileDescriptor fd = net::try_connect_tcp("127.0.0.1", server.port(), reason);
+    ASSERT_TRUE(fd) << reason;
+    const uint8_t garbage[8] = {0xff, 0xff, 0xff, 0xff, uint8_t(i), 0x13, 0x37, 0x00};
+    ::send(fd.get(), garbage, i % 2 ? sizeof garbage : 4, MSG_NOSIGNAL);
+  }
+  // Bounded wait for the server to finish with the last of them.
+  size_t fds_after = 0, threads_after = 0;
+  for (int wait = 0; wait < 50; ++wait) {
+    std::this_thread::sleep_for(100ms);
+    fds_after = entries_of("/proc/self/fd");
+    threads_after = entries_of("/proc/self/task");
+    if (fds_after <= fds_before && threads_after <= threads_before) break;
+  }
+  EXPECT_LE(fds_after, fds_before);
+  EXPECT_LE(threads_after, threads_before);
   server.set("after", {7});
   EXPECT_EQ(server.get("after", 1s), std::vector<uint8_t>{7});
 }
