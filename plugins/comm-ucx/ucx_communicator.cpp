@@ -16,6 +16,7 @@ UcxOptions options_from(const PluginContext& context) {
     options.transports = context.config->get_string("transports");
     options.timeout_s = context.config->get_float("timeout_s");
   }
+  options.one_host = context.local_world_size >= context.world_size;
   return options;
 }
 

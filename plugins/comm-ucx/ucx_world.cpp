@@ -97,6 +97,7 @@ void UcxWorld::create_context(const UcxOptions& options) {
     ucp_config_t* c;
     ~ConfigRelease() { ucp_config_release(c); }
   } release{config};
+  if (options.one_host && !env_set("UCX_NET_DEVICES")) ucp_config_modify(config, "NET_DEVICES", "lo");
   if (!options.transports.empty() && ucp_config_modify(config, "TLS", options.transports.c_str()) != UCS_OK)
     throw Error("transports '" + options.transports + "' is not a valid UCX transport list");
   // Shared memory is left out of endpoints with peer failure handling unless its (keepalive

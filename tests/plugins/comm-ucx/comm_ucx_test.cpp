@@ -5,6 +5,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 #include <functional>
 #include <thread>
 
@@ -90,6 +96,54 @@ TEST(CommUcx, TcpOnlyTransportsWork) {
     comm.broadcast(floats(b), 2);
     require(b.front() == 2.0f && b.back() == 2.0f, "broadcast over tcp");
   }));
+}
+
+// The local addresses of the TCP sockets this process listens on, as /proc/net/tcp{,6} write them
+// ("0100007F" is 127.0.0.1).
+std::vector<std::string> listening_addresses() {
+  std::set<std::string> mine;  // socket inodes of this process
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0) mine.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> addresses;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      if (state == "0A" && mine.count(inode)) addresses.push_back(local.substr(0, local.find(':')));
+    }
+  }
+  return addresses;
+}
+
+bool is_loopback(const std::string& address) {
+  return address == "0100007F" || address == "00000000000000000000000001000000";
+}
+
+// A job whose ranks are all on this host listens on loopback alone: nothing it opens can be
+// reached from another machine. (Without one_host, UCX listens on every interface, here eth0 too.)
+TEST(CommUcx, ARankOfAOneHostJobListensOnLoopbackAlone) {
+  for (const bool one_host : {true, false}) {
+    UcxOptions options{"tcp", 0};
+    options.one_host = one_host;
+    expect_success(run_world(2, options, 30, [one_host](int rank, UcxCommunicator& comm) {
+      std::vector<float> v(1024, static_cast<float>(rank + 1));
+      comm.all_reduce(floats(v), ReduceOp::Sum);
+      require(v.front() == 3.0f, "all_reduce over loopback");
+      const std::vector<std::string> addresses = listening_addresses();
+      require(!addresses.empty(), "UCX's TCP transport listens on nothing");
+      bool all_loopback = true;
+      for (const std::string& a : addresses) all_loopback = all_loopback && is_loopback(a);
+      if (one_host) require(all_loopback, "a one-host rank listens on a non-loopback address");
+      comm.barrier();
+    }));
+  }
 }
 
 TEST(CommUcx, DeadPeerOverTcpIsNamed) {
