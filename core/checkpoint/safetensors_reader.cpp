@@ -31,6 +31,7 @@ std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) 
   if (!header.is_object()) fail("the header is not a JSON object");
   const uint64_t data_size = size - 8 - length;
   std::map<std::string, NamedF32Tensor> out;
+  std::map<uint64_t, std::pair<uint64_t, std::string>> ranges;  // begin -> end, tensor
   try {
     for (const auto& [name, entry] : header.items()) {
       if (name == "__metadata__") continue;
@@ -45,6 +46,7 @@ std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) 
       }
       if (range.size() != 2 || range[0] > range[1] || range[1] > data_size || range[1] - range[0] != 4 * elements)
         fail("tensor '" + name + "' has data_offsets that do not hold its shape inside the file");
+      if (range[1] > range[0]) ranges[range[0]] = {range[1], name};
       t.values.resize(elements);
       in.seekg(static_cast<std::streamoff>(8 + length + range[0]));
       if (!in.read(reinterpret_cast<char*>(t.values.data()), static_cast<std::streamsize>(4 * elements)))
@@ -53,6 +55,14 @@ std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) 
     }
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("bad header: ") + e.what());
+  }
+  // Each tensor's bytes are its own: two tensors sharing bytes are no safetensors file.
+  uint64_t end = 0;
+  std::string previous;
+  for (const auto& [begin, tensor] : ranges) {
+    if (begin < end) fail("tensors '" + previous + "' and '" + tensor.second + "' overlap in the file's data");
+    end = tensor.first;
+    previous = tensor.second;
   }
   return out;
 }

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -57,7 +59,9 @@ void import_hf(const ImportArgs& args) {
   if (const std::vector<int64_t> steps = store->list_steps(); !steps.empty())
     throw Error(fmt::format("checkpoint.dir {} holds committed steps {} of another run; import into an empty one",
                             dir, step_list(steps)));
-  // Every tensor is checked before the first is written.
+  // Every tensor is checked before the first is written: present, of the model's shape, finite;
+  // and the file holds nothing else (beyond the attention masks older transformers saved, and the
+  // head's copy of the tied embedding), so a file of another model is not half read.
   const std::vector<HfGpt2Tensor> layout = hf_gpt2_tensors(config.model);
   for (const HfGpt2Tensor& t : layout) {
     auto found = weights.find(t.hf_name);
@@ -65,6 +69,20 @@ void import_hf(const ImportArgs& args) {
     if (found->second.shape != t.hf_shape)
       throw Error(fmt::format("{}: tensor '{}' is {}, the model's is {}", weights_path, t.hf_name,
                               shape_string(found->second.shape), shape_string(t.hf_shape)));
+    const std::vector<float>& values = found->second.values;
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        throw Error(fmt::format("{}: tensor '{}' holds {} at element {}: a model to train from has finite weights",
+                                weights_path, t.hf_name, values[i], i));
+  }
+  for (const auto& [name, tensor] : weights) {
+    const bool used = std::any_of(layout.begin(), layout.end(), [&](const HfGpt2Tensor& t) { return t.hf_name == name; });
+    const auto ends_with = [&](const std::string& suffix) {
+      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (!used && !ends_with(".attn.bias") && !ends_with(".attn.masked_bias") && name != "lm_head.weight")
+      throw Error(fmt::format("{}: tensor '{}' is not part of the GPT-2 of {} (another model's file?)", weights_path,
+                              name, config.source));
   }
   for (const HfGpt2Tensor& t : layout) {
     const std::vector<float> values = t.to_ptdp(weights.at(t.hf_name).values);

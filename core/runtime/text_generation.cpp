@@ -47,6 +47,11 @@ std::vector<int32_t> generate(LayerKernels& kernels, ModelChunk& model, const Mo
     std::copy(text.end() - used, text.end(), window.begin());
     model.logits(MicroBatch{0, 0, 0, false}, tokens, logits.view);
     kernels.copy_to_host(row.data(), logits.view.flat_slice((used - 1) * rows, spec.vocab));
+    // A diverged model's logits are not a distribution: drawing from them prints garbage.
+    for (float v : row)
+      if (!std::isfinite(v))
+        throw Error("the model's logits hold " + std::to_string(v) + " after " + std::to_string(text.size()) +
+                    " tokens: its weights give no finite output (a diverged step?)");
     const int32_t next = pick_token(row, request.temperature, request.top_k, rng::uniform(key, 0, text.size()));
     text.push_back(next);
     made.push_back(next);

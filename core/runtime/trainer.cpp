@@ -114,6 +114,9 @@ class RankTrainer {
   void evaluate();
   void checkpoint_when_due(int64_t completed_steps);
   void save_checkpoint(int64_t completed_steps);
+  // A step with no next one to show its weights sound (the last, or one a signal stopped after)
+  // runs one batch forward first: weights that give no finite loss are not saved.
+  void save_after_a_forward(int64_t completed_steps);
   bool stop_requested();  // collective over the world
   void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
   // Each rank's table of what its device did in the profiled steps, printed by rank 0.
@@ -563,7 +566,7 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     }
     checkpoint_when_due(step + 1);
     if (step + 1 < cfg_.run.steps && stop_requested()) {
-      if (checkpoints_) save_checkpoint(step + 1);
+      if (checkpoints_) save_after_a_forward(step + 1);
       optimizer_->take_all_weights();
       if (id_.rank == 0)
         spdlog::warn("stopped by signal {} after step {}/{}: {}", StopSignal::received(), step + 1, cfg_.run.steps,
@@ -688,6 +691,9 @@ void RankTrainer::evaluate() {
   // The whole file, not a split of it: what `ptdp-host eval` measures.
   const BatchSampler whole = data_->everything(cfg_.model.seq_len, cfg_.run.seed);
   const double loss = forward_loss(whole, options_.eval_batches);
+  if (!std::isfinite(loss))
+    throw Error(fmt::format("eval {}: the loss is {}: the model's weights give no finite loss (a diverged step?)",
+                            data_->train.front().corpus.name(), loss));
   if (id_.rank == 0)
     spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data_->train.front().corpus.name(),
                  loss, std::exp(loss), options_.eval_batches,
@@ -700,11 +706,20 @@ void RankTrainer::checkpoint_when_due(int64_t completed_steps) {
   // A step is saved once the next one has shown its weights give finite gradients, so a
   // diverged model never becomes the newest checkpoint; the last step has no next one.
   if (last) {
-    save_checkpoint(completed_steps);
+    save_after_a_forward(completed_steps);
     return;
   }
   unverified_save_ = completed_steps;
   if (scaler_) scale_to_save_ = {completed_steps, scaler_->state()};
+}
+
+void RankTrainer::save_after_a_forward(int64_t completed_steps) {
+  const double loss = forward_loss(*training_batches_, 1);
+  if (!std::isfinite(loss))
+    throw Error(fmt::format("step {}: its weights give a loss of {} on a training batch; stopping, and this step is "
+                            "not saved",
+                            completed_steps, loss));
+  save_checkpoint(completed_steps);
 }
 
 bool RankTrainer::stop_requested() {

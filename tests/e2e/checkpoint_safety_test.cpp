@@ -137,6 +137,20 @@ TEST(CheckpointSafety, ADivergedStepIsNeverSavedAndErrorsCountStepsFromOne) {
   EXPECT_EQ(r.losses.size(), 1u) << "step 1 trains and logs before the model diverges";
 }
 
+// The last step has no next one to show its weights sound: it runs a batch forward first, and
+// weights that give no finite loss are not saved; eval and sample of such weights fail, not print.
+TEST(CheckpointSafety, ALastStepWhoseWeightsGiveNoFiniteLossIsNotSaved) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt";
+  const HostRun r = ws.run({"run.steps=1", "checkpoint.every=1", "optimizer.lr=1e30", "optimizer.warmup_steps=0",
+                            "optimizer.decay=\"constant\"", "optimizer.grad_clip=0", dir_setting(dir)},
+                           1);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 1: its weights give a loss of"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("this step is not saved"), std::string::npos) << r.output;
+  EXPECT_TRUE(folder_names(dir).empty()) << "a step whose weights give no finite loss was committed";
+}
+
 TEST(CheckpointSafety, AnInfiniteLearningRateIsRefused) {
   TinyGptWorkspace ws;
   const HostRun r = ws.run({"optimizer.lr=inf"}, 1);

@@ -6,9 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <iterator>
 #include <regex>
 
+#include "checkpoint/safetensors_reader.hpp"
+#include "checkpoint/safetensors_writer.hpp"
 #include "host_run.hpp"
 
 namespace ptdp::test {
@@ -151,6 +155,53 @@ TEST(ExportHf, AFolderInUseIsRefusedAndLeftAsItWas) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/hf"));
   EXPECT_EQ(run_host_command("export hf " + dir + " " + ws.dir() + "/fresh").exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/fresh/model.safetensors.tmp"));
+}
+
+// import hf takes a model to train from: weights that are not finite, or tensors of another model,
+// are refused before anything is written; weights that are finite but give no finite loss import,
+// and then eval and sample fail saying why instead of printing "loss nan" or garbage.
+TEST(ImportHf, WeightsItCannotTrainFromAreRefusedAndDivergedOnesFailEvalAndSample) {
+  TinyGptWorkspace ws;
+  const std::string dir = ws.dir() + "/ckpt", hf = ws.dir() + "/hf";
+  ASSERT_EQ(train_on_four_ranks(ws, dir).exit_code, 0);
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + hf).exit_code, 0);
+  const std::string weights = hf + "/model.safetensors";
+  const auto original = read_safetensors(weights);
+  auto import_with = [&](const std::function<void(std::map<std::string, NamedF32Tensor>&)>& edit,
+                         const std::string& into) {
+    auto tensors = original;
+    edit(tensors);
+    std::vector<NamedF32Tensor> list;
+    for (auto& [name, t] : tensors) list.push_back(t);
+    write_safetensors(weights, list);
+    return run_host_command("import hf " + hf + " " + ws.manifest() + " --set checkpoint.dir=\"" + into + "\"");
+  };
+  const CommandResult nan = import_with(
+      [](auto& t) { t.at("transformer.h.0.mlp.c_fc.weight").values[5] = std::nanf(""); }, ws.dir() + "/a");
+  EXPECT_NE(nan.exit_code, 0);
+  EXPECT_NE(nan.output.find("tensor 'transformer.h.0.mlp.c_fc.weight' holds nan at element 5"), std::string::npos)
+      << nan.output;
+  EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/a/step-00000000"));
+  const CommandResult extra = import_with(
+      [](auto& t) { t.emplace("transformer.h.9.mlp.c_fc.weight", NamedF32Tensor{"transformer.h.9.mlp.c_fc.weight", {2}, {1, 2}}); },
+      ws.dir() + "/b");
+  EXPECT_NE(extra.exit_code, 0);
+  EXPECT_NE(extra.output.find("tensor 'transformer.h.9.mlp.c_fc.weight' is not part of the GPT-2"), std::string::npos)
+      << extra.output;
+
+  const std::string diverged = ws.dir() + "/diverged";
+  const CommandResult huge = import_with(
+      [](auto& t) {
+        for (float& v : t.at("transformer.h.0.attn.c_attn.weight").values) v *= 1e30f;
+      },
+      diverged);
+  ASSERT_EQ(huge.exit_code, 0) << huge.output;
+  const CommandResult eval = run_host_command("eval " + diverged + " --data " + ws.dir() + "/corpus.txt --batches 1");
+  EXPECT_NE(eval.exit_code, 0) << eval.output;
+  EXPECT_NE(eval.output.find("the model's weights give no finite loss"), std::string::npos) << eval.output;
+  const CommandResult sample = run_host_command("sample " + diverged + " --prompt-ids 116,104,101 --tokens 2");
+  EXPECT_NE(sample.exit_code, 0) << sample.output;
+  EXPECT_NE(sample.output.find("its weights give no finite output"), std::string::npos) << sample.output;
 }
 
 TEST(ExportHf, AStepTheFolderLacksIsRefused) {

@@ -71,6 +71,12 @@ TEST_F(SafetensorsIo, AWriteThatFailsLeavesNoTemporaryFile) {
                                        "4: another message";
 }
 
+TEST_F(SafetensorsIo, TensorsSharingBytesAreRefused) {
+  write_raw(108, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+            std::string(16, '\0'));
+  EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr(path_ + ": tensors 'a' and 'b' overlap"));
+}
+
 TEST_F(SafetensorsIo, DamagedOrForeignFilesAreRefused) {
   write_raw(uint64_t{1} << 40, "{}", "");
   EXPECT_THAT(error_of([&] { read_safetensors(path_); }), HasSubstr(path_ + ": bad header length"));
