@@ -162,7 +162,9 @@ void read_launch(TableReader r, RunConfig::Launch& launch) {
   r.read("nnodes", launch.nnodes, 1, kMaxParallel);
   r.read("master_addr", launch.master_addr);
   r.read("master_port", launch.master_port, 0, 65535);
-  r.read("timeout_s", launch.timeout_s, FloatRange::up_to(0, kMaxTimeoutSeconds));
+  // At least a second: no rendezvous completes in less, and a shorter wait fails in the handshake
+  // with a message that cannot name this key.
+  r.read("timeout_s", launch.timeout_s, FloatRange{1, kMaxTimeoutSeconds, true, true});
   r.read("ranks_per_gpu", launch.ranks_per_gpu, 1, 1024);
   r.finish();
 }

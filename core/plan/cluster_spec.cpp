@@ -97,10 +97,11 @@ ClusterSpec parse(const std::string& text, const std::string& source) {
   TableReader gpu_reader(locator, "gpu", gpu ? &gpu_scalars : nullptr);
   RequiredFloats gpu_floats{gpu_reader, locator, {}};
   double memory_gib = 0, workspace_gib = 0, peak_tflops = 0, hbm_tb_per_s = 0;
-  gpu_floats.read("memory_gib", memory_gib, FloatRange::above(0));
-  gpu_floats.read("workspace_gib", workspace_gib, FloatRange::at_least(0));
-  gpu_floats.read("peak_tflops", peak_tflops, FloatRange::above(0));
-  gpu_floats.read("hbm_tb_per_s", hbm_tb_per_s, FloatRange::above(0));
+  // Bounds far beyond any device, so that a mistyped exponent is refused instead of planned with.
+  gpu_floats.read("memory_gib", memory_gib, FloatRange::up_to(0, 1e6));
+  gpu_floats.read("workspace_gib", workspace_gib, FloatRange{0, 1e6, true, true});
+  gpu_floats.read("peak_tflops", peak_tflops, FloatRange::up_to(0, 1e6));
+  gpu_floats.read("hbm_tb_per_s", hbm_tb_per_s, FloatRange::up_to(0, 1e4));
   gpu_floats.finish();
   c.gemm_efficiency = read_gemm_table(gpu, locator);
   c.memory_bytes = memory_gib * kGiB;

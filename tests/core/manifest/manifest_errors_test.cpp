@@ -146,11 +146,13 @@ const BrokenManifest kOutOfRange[] = {
     {"nnodes", {add_after("nproc_per_node = 8", "nnodes = 0")}, "launch.nnodes", "nnodes", "must be between 1 and"},
     {"master_port", {add_after("nproc_per_node = 8", "master_port = 70000")}, "launch.master_port", "master_port",
      "must be between 0 and 65535 (got 70000)"},
-    {"timeout_s", {{"timeout_s = 30", "timeout_s = -1"}}, "launch.timeout_s", "timeout_s", "must be in (0, 86400] (got -1)"},
+    {"timeout_s", {{"timeout_s = 30", "timeout_s = -1"}}, "launch.timeout_s", "timeout_s", "must be in [1, 86400] (got -1)"},
+    {"timeout_s_tiny", {{"timeout_s = 30", "timeout_s = 1e-300"}}, "launch.timeout_s", "timeout_s",
+     "must be in [1, 86400] (got 1e-300)"},
     {"timeout_s_inf", {{"timeout_s = 30", "timeout_s = inf"}}, "launch.timeout_s", "timeout_s",
      "must be a finite number (got inf)"},
     {"timeout_s_huge", {{"timeout_s = 30", "timeout_s = 9.3e9"}}, "launch.timeout_s", "timeout_s",
-     "must be in (0, 86400] (got 9"},
+     "must be in [1, 86400] (got 9"},
 };
 INSTANTIATE_TEST_SUITE_P(OutOfRange, ManifestErrors, ::testing::ValuesIn(kOutOfRange),
                          [](const auto& info) { return std::string(info.param.name); });

@@ -73,7 +73,9 @@ TEST(ClusterSpec, TheShippedClustersLoad) {
 TEST(ClusterSpec, BadFilesAreOneLineNamingFileKeyAndReason) {
   EXPECT_EQ(error_of(replaced(kCluster, "memory_gib = 80.0\n", "")), "c.toml:4:2: gpu.memory_gib: required key is missing");
   EXPECT_EQ(error_of(replaced(kCluster, "peak_tflops = 300.0", "peak_tflops = -3")),
-            "c.toml:7:1: gpu.peak_tflops: must be > 0 (got -3)");
+            "c.toml:7:1: gpu.peak_tflops: must be in (0, 1000000] (got -3)");
+  EXPECT_EQ(error_of(replaced(kCluster, "memory_gib = 80.0", "memory_gib = 1e308")),
+            "c.toml:5:1: gpu.memory_gib: must be in (0, 1000000] (got 1e+308)");
   EXPECT_EQ(error_of(replaced(kCluster, "gpus = 8", "gpus = 0")), "c.toml:3:1: node.gpus: must be between 1 and 1024 (got 0)");
   EXPECT_EQ(error_of(replaced(kCluster, "latency_us = 20.0", "latency_us = -1")),
             "c.toml:20:1: inter_node.latency_us: must be >= 0 (got -1)");
