@@ -67,14 +67,8 @@ void train_sentencepiece(const std::vector<TextInput>& corpus, const std::string
   refuse_output_that_is_an_input(out, inputs);
   // SentencePiece reads text files itself; the documents of JSONL files are written out for it
   // first, one line per line of their text. Every input is checked to be UTF-8 on the way.
-  const std::string extracted = out + ".corpus.tmp";
-  struct RemoveExtracted {
-    std::string path;
-    ~RemoveExtracted() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } remove_extracted{extracted};
+  const TemporaryFile extracted_file(out + ".corpus.tmp");
+  const std::string& extracted = extracted_file.path();
   std::vector<std::string> files;
   {
     std::ofstream lines;

@@ -17,11 +17,6 @@
 namespace ptdp::test {
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
-  sets.insert(sets.end(), more.begin(), more.end());
-  return sets;
-}
-
 // Every tensor of a checkpoint step, whole, by the Hugging Face names `export hf` gives them.
 std::map<std::string, NamedF32Tensor> exported_weights(const std::string& checkpoint_dir) {
   const std::string out = checkpoint_dir + "-hf";

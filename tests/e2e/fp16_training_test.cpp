@@ -18,11 +18,6 @@
 namespace ptdp::test {
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
-  sets.insert(sets.end(), more.begin(), more.end());
-  return sets;
-}
-
 // fp16 with a short window, so that the scale doubles within a run and the doubling, the
 // overflows it leads to and their halvings all take place in every layout.
 const std::vector<std::string> kFp16 = {"precision.params=\"fp16\"", "precision.loss_scale_window=2"};

@@ -13,11 +13,6 @@
 namespace ptdp::test {
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
-  sets.insert(sets.end(), more.begin(), more.end());
-  return sets;
-}
-
 void expect_same_losses(const HostRun& run, const HostRun& baseline, const std::string& what) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_EQ(run.losses.size(), baseline.losses.size()) << run.output;

@@ -24,6 +24,12 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
+// `sets` followed by `more`: a layout's or a recipe's --set overrides with a test's own.
+inline std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
 // Runs a shell command line and waits for it.
 CommandResult run_shell(const std::string& command_line);
 
