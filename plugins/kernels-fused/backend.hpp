@@ -67,6 +67,7 @@ class Backend {
   MetadataCache& metadata() { return *metadata_; }
   Gemm& gemm() { return *gemm_; }
   Attention& attention() { return *attention_; }
+  const PluginLog& log() const { return log_; }
 
   // Makes this backend's device current for the calling thread.
   void activate() const;

@@ -81,8 +81,8 @@ __global__ void bias_gelu_backward_kernel(const bf16* dy, const bf16* __restrict
   if (col >= cols) return;
   const int64_t begin = int64_t(blockIdx.y) * rows_per_chunk;
   const int64_t end = min(rows, begin + rows_per_chunk);
-  float b[VEC], acc[VEC] = {};
-  load_vec<VEC>(bias + col, b);
+  float b[VEC] = {}, acc[VEC] = {};
+  if (bias) load_vec<VEC>(bias + col, b);
   int64_t r = begin;
   for (; r + 1 < end; r += 2) {
     float g0[VEC], v0[VEC], g1[VEC], v1[VEC];

@@ -12,7 +12,7 @@ void bias_gelu_forward(const bf16* x, const float* bias, bf16* y, int64_t rows, 
                        const KernelContext& ctx);
 
 // dx = dy * gelu'(x + bias), and dbias += column sums of dx (fp32 accumulator, may be null).
-// dx may be dy.
+// dx may be dy. bias may be null: x is then the sum already (a GELU_AUX_BIAS epilogue's aux).
 void bias_gelu_backward(const bf16* dy, const bf16* x, const float* bias, bf16* dx, float* dbias,
                         int64_t rows, int64_t cols, const KernelContext& ctx);
 

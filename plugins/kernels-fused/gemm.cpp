@@ -333,23 +333,54 @@ void Gemm::launch(const PlanKey& key, const void* a, const void* b, void* d, flo
   if (scratch) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
 }
 
-void Gemm::fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, int64_t k, void* d,
-                  cudaDataType_t d_type, float beta, const bf16* bias, bool fast_accumulation) {
-  if (m == 0 || n == 0) return;
+namespace {
+
+void check_fp8_shape(int64_t m, int64_t n, int64_t k) {
   if (k == 0 || k % 16 != 0 || n % 16 != 0)
     throw Error("kernels-fused: an FP8 GEMM of " + shape_text(m, n, k) +
                 ": cuBLASLt's FP8 kernels need k and n to be positive multiples of 16");
-  if (a.e5m2 && b.e5m2) throw Error("kernels-fused: an FP8 GEMM of two E5M2 operands (cuBLASLt takes at most one)");
+}
+
+}  // namespace
+
+Gemm::PlanKey Gemm::fp8_key(bool a_e5m2, bool b_e5m2, int64_t m, int64_t n, int64_t k, cudaDataType_t d_type,
+                            float beta, Epilogue::Kind epilogue, uint32_t align_a, uint32_t align_b,
+                            uint32_t align_d, uint32_t align_bias, bool fast_accumulation) {
   // Column-major: Dᵀ[n, m] = B[n, k] · Aᵀ, so cuBLAS's A is our B (transposed: stored k x n, the
-  // "T" of the TN layout FP8 needs) and its B is our A (stored k x m).
-  Epilogue e;
-  if (bias) e.kind = Epilogue::Kind::Bias, e.bias = bias;
-  PlanKey key{true, false, n, m, k, k, k, n, d_type, beta != 0.0f, e.kind,
-              alignment_of(b.data), alignment_of(a.data), alignment_of(d), bias ? alignment_of(bias) : 256u};
-  key.a_type = b.e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
-  key.b_type = a.e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+  // "T" of the TN layout FP8 needs) and its B is our A (stored k x m). An aux matrix has Dᵀ's
+  // layout, leading dimension n.
+  PlanKey key{true, false, n, m, k, k, k, n, d_type, beta != 0.0f, epilogue, align_b, align_a, align_d, align_bias};
+  key.a_type = b_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+  key.b_type = a_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
   key.fast_accumulation = fast_accumulation;
-  launch(key, b.data, a.data, d, beta, e, 1.0f, b.scale_inv, a.scale_inv);
+  return key;
+}
+
+void Gemm::fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, int64_t k, void* d,
+                  cudaDataType_t d_type, float beta, const Epilogue& epilogue, bool fast_accumulation) {
+  if (m == 0 || n == 0) return;
+  check_fp8_shape(m, n, k);
+  if (a.e5m2 && b.e5m2) throw Error("kernels-fused: an FP8 GEMM of two E5M2 operands (cuBLASLt takes at most one)");
+  if (epilogue.kind == Kind::DGelu || epilogue.kind == Kind::BGradB)
+    throw Error("kernels-fused: an FP8 GEMM with a gradient epilogue (fp8_nt takes none, a bias, or bias + GeLU)");
+  if (epilogue.kind == Kind::GeluAuxBias && (!epilogue.aux || !gelu_epilogue_fits(n) || d_type != CUDA_R_16BF))
+    throw Error("kernels-fused: an FP8 GEMM's GeLU epilogue needs a bf16 D and its GeLU input matrix, " +
+                std::to_string(n) + " wide (a multiple of 8)");
+  const PlanKey key = fp8_key(a.e5m2, b.e5m2, m, n, k, d_type, beta, epilogue.kind, alignment_of(a.data),
+                              alignment_of(b.data), alignment_of(d), epilogue.bias ? alignment_of(epilogue.bias) : 256u,
+                              fast_accumulation);
+  launch(key, b.data, a.data, d, beta, epilogue, 1.0f, b.scale_inv, a.scale_inv);
+}
+
+bool Gemm::fp8_nt_offers(Epilogue::Kind epilogue, bool a_e5m2, int64_t m, int64_t n, int64_t k,
+                         bool fast_accumulation) {
+  check_fp8_shape(m, n, k);
+  try {
+    plan_for(fp8_key(a_e5m2, false, m, n, k, CUDA_R_16BF, 0.0f, epilogue, 256, 256, 256, 256, fast_accumulation));
+    return true;
+  } catch (const Error&) {
+    return false;  // plan_for's refusal: the heuristic offered no algorithm
+  }
 }
 
 void Gemm::linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,

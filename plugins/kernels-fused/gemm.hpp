@@ -104,12 +104,17 @@ class Gemm {
 
   // D[m, n] = A[m, k] · B[n, k]ᵀ · a.scale_inv · b.scale_inv (+ beta · D), on FP8 operands that
   // both have k contiguous: the one layout Hopper's FP8 tensor cores take, which is why the
-  // gradient GEMMs read transposed copies. D is row-major [m, n], bf16 or fp32; with `bias`
-  // (bf16 [n]) the epilogue adds it. fast_accumulation: cuBLASLt's FAST_ACCUM, which keeps
-  // partial sums in the tensor cores' own precision for longer (the forward's choice); without
-  // it they are promoted to fp32 more often (the gradients').
+  // gradient GEMMs read transposed copies. D is row-major [m, n], bf16 or fp32. The epilogue:
+  // None; Bias (bf16 [n]); GeluAuxBias (bias bf16 [n], aux [m, n] row-major receives the GeLU's
+  // input; D bf16). fast_accumulation: cuBLASLt's FAST_ACCUM,
+  // which keeps partial sums in the tensor cores' own precision for longer (the forward's
+  // choice); without it they are promoted to fp32 more often (the gradients').
   void fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, int64_t k, void* d,
-              cudaDataType_t d_type, float beta, const bf16* bias, bool fast_accumulation);
+              cudaDataType_t d_type, float beta, const Epilogue& epilogue, bool fast_accumulation);
+  // Whether cuBLASLt offers an algorithm for fp8_nt into bf16 with this epilogue, on operands
+  // aligned as the arena aligns them (a E5M2 when a_e5m2). Asked before a layer settles on an
+  // epilogue, since which epilogues cuBLASLt takes with FP8 inputs depends on its version.
+  bool fp8_nt_offers(Epilogue::Kind epilogue, bool a_e5m2, int64_t m, int64_t n, int64_t k, bool fast_accumulation);
 
   // Column-major, as cuBLAS: C[m, n] = op(A) op(B) for `batch` products, operand i at base + i*stride.
   void batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
@@ -139,6 +144,10 @@ class Gemm {
   };
   struct Plan;
   Plan& plan_for(const PlanKey& key);
+  // fp8_nt's plan key: our A and B swapped into cuBLAS's column-major TN form.
+  static PlanKey fp8_key(bool a_e5m2, bool b_e5m2, int64_t m, int64_t n, int64_t k, cudaDataType_t d_type, float beta,
+                         Epilogue::Kind epilogue, uint32_t align_a, uint32_t align_b, uint32_t align_d,
+                         uint32_t align_bias, bool fast_accumulation);
   // Times the plan's candidate algorithms on these operands and keeps the fastest. D (and the
   // aux matrix and bias-gradient scratch) are written by the timing runs; an accumulated D is
   // kept in host memory meanwhile and put back, so the call that follows sees it unchanged.

@@ -40,15 +40,19 @@ class FusedTransformerBlock final : public TransformerBlock {
   // they write them).
   bool start_gradients(const MicroBatch& mb);
   BranchGradient branch_backward(const bf16* dout, bf16* scratch, Parameter& bias, const DropoutSite& dropout);
-  // y[tokens, out] = x[tokens, in] · weightᵀ (+ bias), linear k of kFp8BlockLinearNames' order:
-  // in bf16, or on FP8 operands when the block runs in FP8 (then, with `saved`, the input's FP8
+  // y[tokens, out] = x[tokens, in] · weightᵀ, then the epilogue (none, a bias, or bias + GeLU
+  // with the GeLU's input into its aux matrix), linear k of kFp8BlockLinearNames' order: in
+  // bf16, or on FP8 operands when the block runs in FP8 (then, with `save`, the input's FP8
   // transpose and scale are kept there for the weight gradient).
-  void linear_forward(int k, const bf16* x, bool x_sharded, Parameter& weight, const bf16* bias, bf16* y,
+  void linear_forward(int k, const bf16* x, bool x_sharded, Parameter& weight, const GemmEpilogue& epilogue, bf16* y,
                       int64_t in, int64_t out, const MicroBatch& mb, Activations& a, bool save);
-  // Under FP8: the input gradient dx[tokens, in] = dy · weight (when dx is not null) and the weight
-  // gradient from dy and the saved input, on FP8 operands.
+  // Under FP8: the input gradient dx[tokens, in] = dy · weight (when dx is not null) and the
+  // weight gradient from dy and the saved input, on FP8 operands.
   void fp8_linear_backward(int k, const bf16* dy, bool dy_sharded, Parameter& weight, bf16* dx, int64_t in,
                            int64_t out, const Activations& a, bool accumulate);
+  // Whether cuBLASLt takes FC1's forward with its bias + GeLU epilogue on FP8 operands, for this
+  // block's shapes.
+  bool fp8_gelu_epilogue_offered();
   void backward_fp8(const MicroBatch& mb, const bf16* dy, bf16* din, Activations& a);
 
   std::shared_ptr<Backend> backend_;

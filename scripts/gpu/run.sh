@@ -42,6 +42,9 @@
 #   fp8      FP8 (precision.fp8 = "hybrid"): 20 steps of a small GPT on the GPU against kernels-ref's
 #            emulation of the same recipe on the CPU, tensorwise and delayed; the 1.3B model's
 #            step, bf16 against both recipes (ptdp-host ab); an FP8 step profiled
+#   fp8-memory  peak device memory of the 1.3B step in bf16 and in FP8 (both recipes); then the
+#            largest of the `largest` scan's shapes that trains in FP8 (delayed, micro-batch 1, no
+#            recomputation), and bf16 against FP8 on it (ptdp-host ab)
 #   fp8-parity  loss parity: the 1.3B model trained PARITY_STEPS (1000) steps on the shipped corpus in
 #            2000 SentencePiece pieces (data/corpus-sp2k.*, made here by the two commands at the top of
 #            examples/gpt-tiny-cpu-sentencepiece.toml and carried), bf16 against FP8 tensorwise and
@@ -219,6 +222,37 @@ fp8)
   RUN_LIMIT_S=300 timed_run fp8-profile examples/gpt-1gpu.toml --set run.steps=8 --set run.log_every=8 "${fp8[@]}" \
     --profile --trace-steps 5 > /dev/null
   sed -n '/profile of rank/,/summed over streams/p' "$OUT/fp8-profile.log" | tee -a "$table"
+  ;;
+fp8-memory)
+  for arm in bf16 fp8 fp8-delayed; do
+    precision=()
+    [ "$arm" != bf16 ] && precision+=(--set 'precision.fp8="hybrid"')
+    [ "$arm" = fp8-delayed ] && precision+=(--set 'precision.fp8_recipe="delayed"')
+    with_peak_memory "$OUT/memory-$arm.peak" "$HOST" run examples/gpt-1gpu.toml "${precision[@]}" --set run.steps=6 \
+      --set run.log_every=6 --metrics "$OUT/memory-$arm.jsonl" > "$OUT/memory-$arm.log" 2>&1
+    row "1.3B b=4 $arm" "exit $?, $(steady "$OUT/memory-$arm.jsonl" tflops_per_gpu 2) TFLOP/s, peak $(cat "$OUT/memory-$arm.peak") GiB"
+  done
+  shapes=("32 4096 32" "34 4096 32" "36 4096 32")
+  [ -n "${LARGEST_SHAPES:-}" ] && IFS=',' read -ra shapes <<< "$LARGEST_SHAPES"
+  fp8=(--set 'precision.fp8="hybrid"' --set 'precision.fp8_recipe="delayed"')
+  largest=()
+  for shape in "${shapes[@]}"; do
+    read -r l h a <<< "$shape"
+    shape_set=(--set model.layers=$l --set model.hidden=$h --set model.heads=$a --set parallel.micro_batch=1 --set parallel.global_batch=1)
+    name="fp8-largest-l$l-h$h"
+    with_peak_memory "$OUT/$name.peak" "$HOST" run examples/gpt-1gpu.toml "${shape_set[@]}" "${fp8[@]}" \
+      --set run.steps=5 --set run.log_every=5 --metrics "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
+    if [ $? -ne 0 ]; then row "FP8 l=$l h=$h" "does not train: $(grep -m1 -iE 'error|out of memory' "$OUT/$name.log" | cut -c1-120)"; break; fi
+    row "FP8 l=$l h=$h trains" "$(steady "$OUT/$name.jsonl" tflops_per_gpu 2) TFLOP/s per GPU, peak $(cat "$OUT/$name.peak") GiB"
+    largest=("${shape_set[@]}")
+  done
+  pack_logs
+  if [ ${#largest[@]} -gt 0 ]; then
+    "$HOST" ab examples/gpt-1gpu.toml "${largest[@]}" --rounds "${AB_ROUNDS:-2}" --steps 6 --warmup 2 --out "$OUT/ab-fp8-largest" \
+      --arm bf16 --arm fp8-delayed "${fp8[@]}" > "$OUT/ab-fp8-largest.log" 2>&1
+    row "ab: bf16 against FP8, largest in FP8" "exit $?"
+    ab_report ab-fp8-largest
+  fi
   ;;
 fp8-parity)
   steps=${PARITY_STEPS:-1000}
