@@ -48,7 +48,7 @@
 #   fp8-parity  loss parity: the 1.3B model trained PARITY_STEPS (1000) steps on the shipped corpus in
 #            2000 SentencePiece pieces (data/corpus-sp2k.*, made here by the two commands at the top of
 #            examples/gpt-tiny-cpu-sentencepiece.toml and carried), bf16 against FP8 tensorwise and
-#            delayed from the same initialization and batches: bench/loss_parity.py and the curves
+#            delayed (PARITY_ARMS) from the same initialization and batches: bench/loss_parity.py and the curves
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
 #            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz); PROFILE_SET
 #            ("KEY=VALUE ...") sets manifest keys for both runs
@@ -255,16 +255,22 @@ fp8-memory)
   fi
   ;;
 fp8-parity)
+  # PARITY_ARMS picks the FP8 runs set beside bf16: fp8 (tensorwise), fp8-delayed, and either with
+  # "-edges" (the first and last blocks kept in bf16).
   steps=${PARITY_STEPS:-1000}
   sp=(--set model.vocab=2000 --set 'data.path="data/corpus-sp2k.bin"' --set 'data.tokenizer="data/corpus-sp2k.model"'
       --set run.steps=$steps --set run.log_every=100 --set optimizer.warmup_steps=100 --set optimizer.decay_steps=$steps)
-  fp8=(--set 'precision.fp8="hybrid"')
   RUN_LIMIT_S=400 timed_run parity-bf16 examples/gpt-1gpu.toml "${sp[@]}"
-  RUN_LIMIT_S=400 timed_run parity-fp8 examples/gpt-1gpu.toml "${sp[@]}" "${fp8[@]}"
-  RUN_LIMIT_S=400 timed_run parity-fp8-delayed examples/gpt-1gpu.toml "${sp[@]}" "${fp8[@]}" --set 'precision.fp8_recipe="delayed"'
-  (cd "$OUT" && python3 "$OLDPWD/bench/loss_parity.py" parity-bf16.jsonl parity-fp8.jsonl parity-fp8-delayed.jsonl) | tee -a "$table"
-  "$HOST" plot "$OUT/parity-bf16.jsonl" "$OUT/parity-fp8.jsonl" "$OUT/parity-fp8-delayed.jsonl" \
-    --title "1.3B GPT, bf16 against FP8" --svg "$RESULTS/fp8-parity.svg"
+  files=(parity-bf16.jsonl)
+  for arm in ${PARITY_ARMS:-fp8 fp8-delayed}; do
+    fp8=(--set 'precision.fp8="hybrid"')
+    [[ $arm == fp8-delayed* ]] && fp8+=(--set 'precision.fp8_recipe="delayed"')
+    [[ $arm == *-edges ]] && fp8+=(--set precision.fp8_bf16_first_blocks=1 --set precision.fp8_bf16_last_blocks=1)
+    RUN_LIMIT_S=400 timed_run "parity-$arm" examples/gpt-1gpu.toml "${sp[@]}" "${fp8[@]}"
+    files+=("parity-$arm.jsonl")
+  done
+  (cd "$OUT" && python3 "$OLDPWD/bench/loss_parity.py" "${files[@]}") | tee -a "$table"
+  (cd "$OUT" && "$HOST" plot "${files[@]}" --title "1.3B GPT, bf16 against FP8" --svg "$RESULTS/fp8-parity.svg")
   cp "$OUT"/parity-*.jsonl "$RESULTS/" 2>/dev/null
   ;;
 conformance)
