@@ -2,6 +2,7 @@
 
 #include <glob.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "ptdp/error.hpp"
@@ -9,7 +10,12 @@
 namespace ptdp {
 
 std::vector<std::string> data_files(const std::string& entry, const std::string& key) {
-  if (entry.find_first_of("*?[") == std::string::npos) return {entry};
+  if (entry.find_first_of("*?[") == std::string::npos) {
+    // Found here, with the key that names it, rather than when the file is mapped.
+    std::error_code ec;
+    if (!std::filesystem::exists(entry, ec)) throw Error(key + ": \"" + entry + "\": no such file");
+    return {entry};
+  }
   glob_t matches{};
   const int status = glob(entry.c_str(), GLOB_ERR, nullptr, &matches);
   std::unique_ptr<glob_t, void (*)(glob_t*)> owned(&matches, globfree);

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <optional>
 #include <nlohmann/json.hpp>
+#include <ptdp/message_text.hpp>
 
 #include "checkpoint/checkpoint_manager.hpp"
 #include "checkpoint/checkpoint_space.hpp"
 #include "checkpoint/resume_point.hpp"
+#include "checkpoint/resumed_model.hpp"
 #include "data/run_data.hpp"
 #include "data/run_tokenizer.hpp"
 #include "launch/tcp_store.hpp"
@@ -190,16 +192,23 @@ int64_t RankTrainer::open_checkpoints() {
   const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
   CheckpointManager& from = source ? *source : *checkpoints_;
+  const std::string where = fmt::format("{} step {}", resume->dir, resume->step);
   const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
-  check_resumed_tokenizer(saved, tokenizer_, fmt::format("{} step {}", resume->dir, resume->step));
-  // Batches are drawn over the files in order: other files mean other batches from here on.
-  // (eval scores other data on purpose.)
-  if (id_.rank == 0 && options_.eval_batches == 0 && saved.is_object() && saved.contains("data") &&
-      !data_record_.is_null())
-    if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
-      spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones the "
-                   "first run would have drawn",
-                   resume->step, change);
+  // Checked before any rank starts (prepare_checkpoint_folder) for ptdp-host's own ranks; again
+  // here for ranks an external launcher started.
+  check_resumed_model(cfg_, saved, where);
+  try {
+    check_resumed_tokenizer(saved, tokenizer_, where);
+    // Batches are drawn over the files in order: other files mean other batches from here on.
+    // (eval scores other data on purpose.)
+    if (id_.rank == 0 && options_.eval_batches == 0 && saved.contains("data") && !data_record_.is_null())
+      if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
+        spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones "
+                     "the first run would have drawn",
+                     resume->step, change);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: its metadata is damaged: {}", where, json_reason(e.what())));
+  }
   from.check(resume->step, optimizer_->whole_params());
   optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
   if (fp8_ && fp8_->delayed()) {
@@ -213,8 +222,7 @@ int64_t RankTrainer::open_checkpoints() {
     fp8_->load_history(saved_history);
   }
   if (scaler_) {
-    const std::string where = fmt::format("{} step {}", resume->dir, resume->step);
-    if (saved.is_object() && saved.contains("loss_scale"))
+    if (saved.contains("loss_scale"))
       scaler_->restore(loss_scale_from_json(saved["loss_scale"], where));
     else if (id_.rank == 0)
       spdlog::warn("resume: {} holds no loss scale (it was saved without fp16); the scale starts from "
@@ -222,7 +230,7 @@ int64_t RankTrainer::open_checkpoints() {
                    where, cfg_.precision.loss_scale_initial);
   }
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
-  const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
+  const nlohmann::json saved_schedule = saved.value("schedule", nlohmann::json());
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
   schedule_ = resumed.schedule;
   if (id_.rank == 0)

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ptdp/error.hpp>
+#include <ptdp/message_text.hpp>
 
 #include "crc32c.hpp"
 #include "tensor_region.hpp"
@@ -256,7 +257,7 @@ void FsCheckpointStore::commit(int64_t step, int world_size, const std::string& 
   try {
     metadata = nlohmann::json::parse(metadata_json.empty() ? "{}" : metadata_json).dump();
   } catch (const nlohmann::json::exception& e) {
-    throw Error(who + ": metadata is not valid JSON: " + e.what());
+    throw Error(who + ": metadata is not valid JSON: " + json_reason(e.what()));
   }
 
   const fs::path dir = staging_dir(step);
