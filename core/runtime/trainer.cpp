@@ -84,6 +84,7 @@ class RankTrainer {
   void abort(const std::string& reason) {
     if (world_) world_->abort(reason);
     if (lane_) lane_->abort(reason);
+    if (store_) store_->closing_after_failure();
   }
 
  private:
@@ -119,7 +120,7 @@ class RankTrainer {
   // A step with no next one to show its weights sound (the last, or one a signal stopped after)
   // runs one batch forward first: weights that give no finite loss are not saved.
   void save_after_a_forward(int64_t completed_steps);
-  bool stop_requested();  // collective over the world
+  int stop_requested();  // collective over the world: the stop signal some rank received, or 0
   void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
   // Each rank's table of what its device did in the profiled steps, printed by rank 0.
   void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
@@ -573,11 +574,12 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
       if (tracing) write_trace(*timeline_, device_work);
     }
     checkpoint_when_due(step + 1);
-    if (step + 1 < cfg_.run.steps && stop_requested()) {
+    const int stop = step + 1 < cfg_.run.steps ? stop_requested() : 0;
+    if (stop != 0) {
       if (checkpoints_) save_after_a_forward(step + 1);
       optimizer_->take_all_weights();
       if (id_.rank == 0)
-        spdlog::warn("stopped by signal {} after step {}/{}: {}", StopSignal::received(), step + 1, cfg_.run.steps,
+        spdlog::warn("stopped by {} after step {}/{}: {}", signal_name(stop), step + 1, cfg_.run.steps,
                      checkpoints_ ? "a resume continues from its checkpoint"
                                   : "no checkpoint.dir, so nothing was saved");
       world_->barrier();
@@ -730,11 +732,12 @@ void RankTrainer::save_after_a_forward(int64_t completed_steps) {
   save_checkpoint(completed_steps);
 }
 
-bool RankTrainer::stop_requested() {
+int RankTrainer::stop_requested() {
   // Ranks see a signal at different moments; they stop after the same step, or the ones still
-  // training would wait forever for the ones saving.
-  const double here = StopSignal::received() != 0 ? 1.0 : 0.0;
-  return all_reduce_scalar(*kernels_, *world_, here, ReduceOp::Max) > 0;
+  // training would wait forever for the ones saving. The signal itself travels too, so that rank 0
+  // names it when another rank got it (SIGTERM sent to one rank).
+  const double here = StopSignal::received();
+  return static_cast<int>(all_reduce_scalar(*kernels_, *world_, here, ReduceOp::Max));
 }
 
 }  // namespace
