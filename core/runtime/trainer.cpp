@@ -210,8 +210,19 @@ int64_t RankTrainer::open_checkpoints() {
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: its metadata is damaged: {}", where, json_reason(e.what())));
   }
-  from.check(resume->step, optimizer_->whole_params());
-  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  // A refusal names the folder, whether or not the store's own message does.
+  auto naming_the_folder = [&](const auto& load) {
+    try {
+      load();
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(resume->dir) != std::string::npos) throw;
+      throw Error(fmt::format("{}: {}", where, e.what()));
+    }
+  };
+  naming_the_folder([&] { from.check(resume->step, optimizer_->whole_params()); });
+  naming_the_folder([&] {
+    optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  });
   if (fp8_ && fp8_->delayed()) {
     std::vector<std::string> names;
     for (const HostStateTensor& t : fp8_->history()) names.push_back(t.name);

@@ -410,9 +410,9 @@ void FsCheckpointStore::read(int64_t step, const ShardInfo& want, void* host_dat
   const std::string index_path = (dir / kIndexFile).string();
   auto found = index.tensors.find(want.name);
   if (found == index.tensors.end())
-    throw Error("ckpt-fs: " + index_path + ": no tensor '" + want.name + "' in step " + std::to_string(step));
+    throw Error("ckpt-fs: " + index_path + ": no tensor '" + excerpt(want.name) + "' in step " + std::to_string(step));
   const IndexTensor& tensor = found->second;
-  const std::string what = "tensor '" + want.name + "'";
+  const std::string what = "tensor '" + excerpt(want.name) + "'";
   if (tensor.dtype != want.dtype)
     throw Error("ckpt-fs: " + index_path + ": " + what + " is " + dtype_name(tensor.dtype) + ", " +
                 dtype_name(want.dtype) + " was asked for");

@@ -136,8 +136,9 @@ StepIndex parse_step_index(const std::string& text, const std::filesystem::path&
         const std::string shard_in = "a shard of " + in;
         IndexShard shard{string_field(s, "file", shard_in),
                          {integers_field(s, "offset", shard_in), integers_field(s, "shape", shard_in)}};
-        if (shard.file.empty() || shard.file.find('/') != std::string::npos)
-          throw std::invalid_argument(in + " names shard file \"" + excerpt(shard.file) + "\" outside the step folder");
+        if (shard.file.empty() || shard.file.size() > 255 || shard.file.find('/') != std::string::npos)
+          throw std::invalid_argument(in + " names shard file \"" + excerpt(shard.file) +
+                                      "\", which is no file name in the step folder");
         std::string problem = region_problem(shard.region, tensor.global_shape);
         if (!problem.empty())
           throw std::invalid_argument(in + " shard in " + excerpt(shard.file) + ": " + excerpt(problem, 160));
