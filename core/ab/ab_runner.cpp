@@ -6,10 +6,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "ab/arm_job.hpp"
 #include "metrics/metrics_reader.hpp"
 #include "metrics/progress_line.hpp"
+#include "runtime/stop_signal.hpp"
 
 namespace ptdp {
 
@@ -29,13 +31,15 @@ std::string job_files(const AbRunOptions& options, const AbArm& arm, int round) 
   return fmt::format("{}/runs/{}-r{}", options.out_dir, arm.name, round);
 }
 
-ArmRound run_round(const AbArm& arm, int round, int position, const AbRunOptions& options) {
+// Nothing when a stop signal arrived while the job ran (the job was passed it and has stopped).
+std::optional<ArmRound> run_round(const AbArm& arm, int round, int position, const AbRunOptions& options) {
   const std::string stem = job_files(options, arm, round);
   const std::string metrics = stem + ".jsonl", log = stem + ".log";
   std::vector<std::string> argv = {options.host_program, "run", arm.manifest};
   for (const auto& set : arm.sets) argv.insert(argv.end(), {"--set", set});
   argv.insert(argv.end(), {"--metrics", metrics});
   const ArmJobResult job = run_arm_job(argv, options.launcher, log);
+  if (StopSignal::received() != 0) return std::nullopt;
   const std::string where = fmt::format("arm '{}', round {}", arm.name, round);
   if (job.exit_code != 0)
     throw Error(fmt::format("{}: ptdp-host run exited with status {} ({}); its output is in {}", where, job.exit_code,
@@ -92,9 +96,20 @@ AbAnalysis run_ab(const std::vector<AbArm>& arms, const AbRunOptions& options) {
       const double eta = done == 0 ? -1 : elapsed / static_cast<double>(done) * static_cast<double>(jobs - done);
       spdlog::info("ab: round {}/{}, arm {} (job {}/{}) | {} elapsed, ETA {}", r + 1, order.size(), arms[a].name,
                    done + 1, jobs, clock_time(elapsed), clock_time(eta));
-      ArmRound round = run_round(arms[a], static_cast<int>(r + 1), static_cast<int>(position + 1), options);
+      std::optional<ArmRound> round;
+      if (StopSignal::received() == 0)  // a signal between jobs starts none
+        round = run_round(arms[a], static_cast<int>(r + 1), static_cast<int>(position + 1), options);
+      if (!round) {
+        const int sig = StopSignal::received();
+        throw AbStopped(sig, fmt::format("ab: stopped by {} during arm '{}', round {}/{} (job {}/{}); {} job{} "
+                                         "finished, and the metrics and logs of every job so far are in {}/runs "
+                                         "(this job's: {}.log); no report was written",
+                                         signal_name(sig), arms[a].name, r + 1, order.size(), done + 1, jobs, done,
+                                         done == 1 ? "" : "s", options.out_dir,
+                                         job_files(options, arms[a], static_cast<int>(r + 1))));
+      }
       if (r == 0) summaries[a].header = read_run_header(job_files(options, arms[a], 1) + ".jsonl");
-      summaries[a].rounds.push_back(std::move(round));
+      summaries[a].rounds.push_back(std::move(*round));
       ++done;
     }
   }

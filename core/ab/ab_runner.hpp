@@ -23,10 +23,18 @@ struct AbArmRefused : Error {
   using Error::Error;
 };
 
+// The A/B was stopped by a signal (SIGTERM, SIGUSR1, SIGINT) while a job ran: the message says
+// which job, and where the finished jobs' metrics and logs are; no report was written.
+struct AbStopped : Error {
+  AbStopped(int signal, const std::string& message) : Error(message), signal(signal) {}
+  int signal;
+};
+
 // Arm indices, one list per round: forward in odd rounds, backward in even ones.
 std::vector<std::vector<size_t>> counterbalanced_order(size_t arms, int rounds);
 
-// Throws AbArmRefused naming the first invalid arm before any job runs, and ptdp::Error naming
+// Throws AbArmRefused naming the first invalid arm before any job runs, AbStopped when a stop
+// signal arrives (under the caller's StopSignal), and ptdp::Error naming
 // the arm and round of a job that fails (with its log's path), a log without steps or without enough of them.
 AbAnalysis run_ab(const std::vector<AbArm>& arms, const AbRunOptions& options);
 

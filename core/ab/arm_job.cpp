@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "ptdp/error.hpp"
+#include "runtime/stop_signal.hpp"
 
 namespace ptdp {
 
@@ -56,7 +58,18 @@ ArmJobResult run_arm_job(const std::vector<std::string>& argv, const std::string
   if (pid < 0) throw Error(std::string("cannot start a job: fork(): ") + std::strerror(fork_errno));
   int status = 0;
   struct rusage usage {};
-  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+  // Polled rather than blocked on, so that a stop signal the A/B receives (StopSignal) is passed
+  // on to the job, which then finishes its step and stops as a run does.
+  bool forwarded = false;
+  for (;;) {
+    const pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
+    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (const int sig = StopSignal::received(); sig != 0 && !forwarded) {
+      ::kill(pid, sig);
+      forwarded = true;
+    }
+    const timespec pause{0, 20'000'000};
+    ::nanosleep(&pause, nullptr);
   }
   ArmJobResult result;
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

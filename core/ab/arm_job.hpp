@@ -19,7 +19,8 @@ struct ArmJobResult {
 // Runs `argv` with stdout and stderr to `log_path`. With a `launcher` template (shell words,
 // such as "srun -N 2 --ntasks-per-node 8") the command runs as `/bin/sh -c 'TEMPLATE ARGV...'`,
 // each argument quoted for the shell. Throws ptdp::Error when the log cannot be created or the
-// process cannot be started.
+// process cannot be started. A stop signal the caller's StopSignal receives meanwhile is sent on
+// to the job, and the job is waited for.
 ArmJobResult run_arm_job(const std::vector<std::string>& argv, const std::string& launcher,
                          const std::string& log_path);
 

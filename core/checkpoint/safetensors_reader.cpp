@@ -2,11 +2,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include <ptdp/error.hpp>
+#include <ptdp/message_text.hpp>
 
 namespace ptdp {
 namespace {
@@ -17,6 +19,9 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) {
   auto fail = [&](const std::string& reason) { throw Error(path + ": " + reason); };
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    fail(std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(in.tellg());
@@ -33,11 +38,12 @@ std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) 
   std::map<std::string, NamedF32Tensor> out;
   std::map<uint64_t, std::pair<uint64_t, std::string>> ranges;  // begin -> end, tensor
   try {
-    for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") continue;
+    for (const auto& [key, entry] : header.items()) {
+      if (key == "__metadata__") continue;
+      const std::string name = excerpt(key);
       const std::string dtype = entry.at("dtype").get<std::string>();
-      if (dtype != "F32") fail("tensor '" + name + "' is " + dtype + ": only F32 is read (convert the model first)");
-      NamedF32Tensor t{name, entry.at("shape").get<std::vector<int64_t>>(), {}};
+      if (dtype != "F32") fail("tensor '" + name + "' is " + excerpt(dtype) + ": only F32 is read (convert the model first)");
+      NamedF32Tensor t{key, entry.at("shape").get<std::vector<int64_t>>(), {}};
       const auto range = entry.at("data_offsets").get<std::vector<uint64_t>>();
       uint64_t elements = 1;
       for (int64_t d : t.shape) {
@@ -51,10 +57,10 @@ std::map<std::string, NamedF32Tensor> read_safetensors(const std::string& path) 
       in.seekg(static_cast<std::streamoff>(8 + length + range[0]));
       if (!in.read(reinterpret_cast<char*>(t.values.data()), static_cast<std::streamsize>(4 * elements)))
         fail("cannot read tensor '" + name + "'");
-      out.emplace(name, std::move(t));
+      out.emplace(key, std::move(t));
     }
   } catch (const nlohmann::json::exception& e) {
-    fail(std::string("bad header: ") + e.what());
+    fail("bad header: " + json_reason(e.what()));
   }
   // Each tensor's bytes are its own: two tensors sharing bytes are no safetensors file.
   uint64_t end = 0;

@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include <ptdp/error.hpp>
@@ -30,6 +35,19 @@ void refuse_output_that_is_an_input(const std::string& out, const std::vector<st
 void refuse_folder_as_file(const std::string& out) {
   std::error_code ec;
   if (fs::is_directory(out, ec)) throw Error(fmt::format("{}: is a folder; give the file to write", out));
+}
+
+void refuse_unwritable_file(const std::string& out, const std::string& what) {
+  refuse_folder_as_file(out);
+  // Opening it for writing is the only sure test (permission bits do not tell for root, read-only
+  // mounts or ACLs). O_NONBLOCK: a FIFO with no reader fails at once instead of waiting. Nothing
+  // is truncated, and a file this test created is removed again.
+  std::error_code ec;
+  const bool existed = fs::exists(fs::symlink_status(out, ec));
+  const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("{} {}: cannot write it: {}", what, out, std::strerror(errno)));
+  ::close(fd);
+  if (!existed) ::unlink(out.c_str());
 }
 
 void refuse_folder_in_use(const std::string& dir, const std::string& protected_dir) {

@@ -14,6 +14,11 @@ void refuse_output_that_is_an_input(const std::string& out, const std::vector<st
 // Refuses `out` when it is a folder: the command writes a file of that name.
 void refuse_folder_as_file(const std::string& out);
 
+// Refuses `out` when it cannot be written (a folder, a missing or read-only folder, no permission):
+// "<what> <out>: cannot write it: <reason>". Checked before work that ends by writing it; the file
+// is left as it was.
+void refuse_unwritable_file(const std::string& out, const std::string& what);
+
 // Refuses `dir` when it exists and holds anything, or is `protected_dir` (the folder the command
 // reads) or lies inside it; a folder that does not exist yet is fine.
 void refuse_folder_in_use(const std::string& dir, const std::string& protected_dir);

@@ -62,14 +62,14 @@ RunData RunData::open(const RunConfig& config) {
     throw Error(fmt::format("{}: data.path is not set: the manifest names no training data", config.source));
   RunData out;
   if (data.weights.empty()) {
-    out.train.push_back({open_all(data.path, "data.path", data.format)});
+    out.train.push_back({open_all(data.path, config.source + ": data.path", data.format)});
   } else {
     PTDP_CHECK(data.weights.size() == data.path.size(), "data.weights: one weight per entry of data.path");
     for (size_t i = 0; i < data.path.size(); ++i)
-      out.train.push_back({TokenCorpus(open_files(data.path[i], fmt::format("data.path[{}]", i), data.format)),
+      out.train.push_back({TokenCorpus(open_files(data.path[i], fmt::format("{}: data.path[{}]", config.source, i), data.format)),
                            data.weights[i]});
   }
-  if (!data.val_path.empty()) out.validation = open_all(data.val_path, "data.val_path", data.format);
+  if (!data.val_path.empty()) out.validation = open_all(data.val_path, config.source + ": data.val_path", data.format);
   for (const SamplerSource& source : out.train) {
     check_same_format(out.train.front().corpus, source.corpus);
     source.corpus.check_vocab(vocab);

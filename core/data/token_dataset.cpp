@@ -191,6 +191,13 @@ TokenDataset TokenDataset::open(const std::string& path, const std::string& form
   TokenRegion region = parse(*file);
   TokenDataset dataset(std::move(file), region.format, region.dtype, region.offset, region.count);
   dataset.tokenizer_ = std::move(region.tokenizer);
+  // The file says which tokenizer made it: a token that tokenizer cannot give means a damaged
+  // file, or tokens of another tokenizer, which the model would learn as the wrong pieces.
+  if (dataset.tokenizer_ && dataset.max_token_ >= dataset.tokenizer_->vocab)
+    throw Error(path + ": token " + std::to_string(dataset.max_token_) + " at index " +
+                std::to_string(dataset.max_token_index_) + " is outside the vocabulary of " +
+                std::to_string(dataset.tokenizer_->vocab) + " ids the file records (" + dataset.tokenizer_->describe() +
+                "): the file is damaged or its tokens come from another tokenizer");
   if (!region.document_starts.empty()) dataset.documents_ = static_cast<int64_t>(region.document_starts.size()) - 1;
   return dataset;
 }

@@ -7,6 +7,7 @@
 #include "data/mapped_file.hpp"
 #include "launch/hmac_sha256.hpp"
 #include "ptdp/error.hpp"
+#include "ptdp/message_text.hpp"
 
 namespace ptdp {
 
@@ -41,7 +42,7 @@ TokenizerRecord TokenizerRecord::parse(const std::string& json, const std::strin
 }
 
 std::string TokenizerRecord::describe() const {
-  std::string out = kind == "bytes" ? "byte-level" : kind + " " + name;
+  std::string out = kind == "bytes" ? "byte-level" : kind + " " + excerpt(name);
   out += fmt::format(" (vocab {}", vocab);
   if (eod) out += fmt::format(", end of document {}", *eod);
   if (!sha256.empty()) out += ", sha256 " + sha256.substr(0, 12) + "…";

@@ -2,7 +2,8 @@
 // step times over counterbalanced rounds, the ratio of medians with its bootstrap interval, a
 // Mann-Whitney test, and whether the arms trained the same model. docs/ab-testing.md.
 // Exit status 0 when the report is written, 2 for arms or options refused before any job runs,
-// 1 when a job fails.
+// 1 when a job fails, 128 + the signal when SIGTERM, SIGUSR1 or SIGINT stopped it (the running job
+// is passed the signal and stops after its step; the line says which job and where the rest is).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,7 @@
 #include "ab/ab_runner.hpp"
 #include "ab/arm_job.hpp"
 #include "command_registry.hpp"
+#include "runtime/stop_signal.hpp"
 #include "ptdp/error.hpp"
 
 namespace ptdp::host {
@@ -144,6 +146,7 @@ void ab(const CLI::App& command, AbOptions options) {
 
   AbAnalysis analysis;
   try {
+    const StopSignal stop;  // SIGTERM, SIGUSR1 or SIGINT stop the running job and the A/B, saying so
     analysis = run_ab(arms, run);
   } catch (const AbArmRefused& e) {
     throw Refusal(e.what());  // bad input, like a bad option; a job that fails is a failed run
@@ -199,6 +202,9 @@ void add_ab_command(CLI::App& root) {
     } catch (const Refusal& e) {
       std::cerr << e.what() << "\n";
       throw CLI::RuntimeError(2);
+    } catch (const AbStopped& e) {
+      std::cerr << e.what() << "\n";
+      throw CLI::RuntimeError(128 + e.signal);
     } catch (const Error& e) {
       std::cerr << e.what() << "\n";
       throw CLI::RuntimeError(1);

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 
 #include "checkpoint/hf_gpt2_layout.hpp"
 #include "checkpoint/resume_point.hpp"
@@ -32,9 +31,9 @@ struct ImportArgs {
 };
 
 nlohmann::json read_config_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path.string() + ": cannot open");
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+  // Bounded, and a folder, FIFO or missing file named as such (a stream would say only
+  // "basic_filebuf::underflow ... Is a directory").
+  const nlohmann::json config = nlohmann::json::parse(read_config_file(path.string(), "config.json"), nullptr, false);
   if (!config.is_object()) throw Error(path.string() + ": not a JSON object");
   return config;
 }

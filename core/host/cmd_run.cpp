@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_preflight.hpp"
 #include "command_registry.hpp"
 #include "manifest_plugins.hpp"
+#include "data/output_guard.hpp"
 #include "data/run_tokenizer.hpp"
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
@@ -51,6 +52,12 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   const bool speaks_for_job = !env || (env->launcher != "ptdp" && env->rank == 0);
   if (speaks_for_job)
     for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
+  // Outputs written at the end (the trace) or by rank 0 only (the metrics) are tested first, so
+  // that a run never trains for nothing.
+  if (!env || env->rank == 0) {
+    if (!args.train.metrics_path.empty()) refuse_unwritable_file(args.train.metrics_path, "--metrics");
+    if (!args.train.trace_path.empty()) refuse_unwritable_file(args.train.trace_path, "--trace");
+  }
   // --profile without a GPU, once before any rank starts rather than by every rank.
   if (args.train.profile && (!env || env->rank == 0)) check_profilable(kernels_memory(config), config.plugins.kernels);
   // Bad data fails here, before any rank or plugin starts.

@@ -2,8 +2,8 @@
 // scheduler plugin, lowers and verifies its schedule the way a run does, simulates it, and shows
 // each stage's ops, the verdict, the bubble and the peak activations; optionally as JSON, an SVG
 // timeline and a Chrome trace. Exit status 0 for a verified schedule, 1 when the scheduler refuses
-// the shape or the schedule fails verification, 2 when the plugin cannot be loaded or an output
-// cannot be written.
+// the shape or the schedule fails verification, 2 when the plugin cannot be loaded, an output
+// cannot be written or the shape is beyond kMaxSchedulePasses.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -19,6 +19,7 @@
 #include "plugin/plugin_registry.hpp"
 #include "schedule/op_label.hpp"
 #include "schedule/pipeline_schedule.hpp"
+#include "schedule/schedule_shape.hpp"
 #include "schedule/schedule_simulator.hpp"
 #include "schedule/schedule_timeline.hpp"
 
@@ -179,6 +180,14 @@ nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& ou
 }
 
 void run_schedule(const ScheduleOptions& options) {
+  const ScheduleShape& shape = options.shape;
+  if (schedule_passes(shape.stages, shape.chunks, shape.microbatches) > kMaxSchedulePasses) {
+    std::cerr << fmt::format("schedule: --microbatches {}: p*v*m = {} microbatch passes a step, more than the {} a "
+                             "schedule is built for; use fewer microbatches\n",
+                             shape.microbatches, schedule_passes(shape.stages, shape.chunks, shape.microbatches),
+                             kMaxSchedulePasses);
+    throw CLI::RuntimeError(2);
+  }
   const ScheduleOutcome outcome = plan(options);
   if (outcome.simulation) {
     const TimelineLabels labels{outcome.scheduler_name};
@@ -239,8 +248,9 @@ void add_schedule(CLI::App& root) {
                   "Folder searched for plugins first, before PTDP_PLUGIN_PATH and the install's plugin dir "
                   "(repeatable)")
       ->type_name("DIR");
-  cmd->footer(
-      "Exit status: 0 verified, 1 refused by the scheduler or failed verification, 2 plugin or file problem.");
+  cmd->footer(fmt::format("Exit status: 0 verified, 1 refused by the scheduler or failed verification, 2 plugin or "
+                          "file problem or a shape of more than {} microbatch passes (p*v*m).",
+                          kMaxSchedulePasses));
   cmd->callback([options] { run_schedule(*options); });
 }
 

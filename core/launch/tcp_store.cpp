@@ -64,6 +64,10 @@ TcpStore::~TcpStore() {
   server_.reset();
 }
 
+void TcpStore::closing_after_failure() {
+  if (server_) server_->skip_linger();
+}
+
 std::string TcpStore::where() const { return master_addr_ + ":" + std::to_string(port_); }
 
 std::optional<std::vector<uint8_t>> TcpStore::call(const std::vector<uint8_t>& request,

@@ -40,6 +40,10 @@ class TcpStore final : public Rendezvous {
   void barrier(const std::string& name);
   void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
+  // Rank 0 after a failure: the server stops serving when this store is destroyed, without
+  // lingering for connected ranks (TcpStoreServer::skip_linger). Nothing on other ranks.
+  void closing_after_failure();
+
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   int port() const { return port_; }

@@ -36,6 +36,14 @@ class TcpStoreServer {
 
   int port() const { return port_; }
 
+  // On destruction, close every connection at once instead of lingering: for a rank 0 that failed,
+  // whose ranks learn of it from their communicator. A stopped rank (SIGSTOP, a debugger) never
+  // closes its connection, and would otherwise hold the failed job for the whole linger.
+  void skip_linger() {
+    std::lock_guard lock(mutex_);
+    linger_ = std::chrono::milliseconds(0);
+  }
+
  private:
   struct Client {
     net::FileDescriptor socket;

@@ -245,7 +245,7 @@ std::string read_config_file(const std::string& path, const std::string& what) {
   if (file.bad()) throw ManifestError(path + ": cannot read " + what + ": " + std::strerror(errno));
   text.resize(static_cast<size_t>(file.gcount()));
   if (text.size() > kMaxConfigBytes)
-    throw ManifestError(fmt::format("{}: not a {}: more than {} MiB (a {} is a few kilobytes of TOML)", path, what,
+    throw ManifestError(fmt::format("{}: not a {}: more than {} MiB (a {} is a few kilobytes)", path, what,
                                     kMaxConfigBytes >> 20, what));
   return text;
 }

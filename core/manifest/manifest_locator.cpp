@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <ptdp/message_text.hpp>
+
 #include "manifest/manifest_loader.hpp"
 
 namespace ptdp {
@@ -36,7 +38,7 @@ std::string_view ManifestLocator::blame(std::initializer_list<std::string_view> 
 }
 
 std::string ManifestLocator::where(std::string_view key_path, const toml::source_region* at) const {
-  if (const Override* o = find_override(key_path)) return "--set " + o->assignment;
+  if (const Override* o = find_override(key_path)) return "--set " + excerpt(o->assignment, 80);
   auto position = [&](const toml::source_region& r) {
     return fmt::format("{}:{}:{}", source_, r.begin.line, r.begin.column);
   };
@@ -60,7 +62,8 @@ std::string ManifestLocator::where(std::string_view key_path, const toml::source
 
 void ManifestLocator::fail(std::string_view key_path, std::string_view reason,
                            const toml::source_region* at) const {
-  throw ManifestError(fmt::format("{}: {}: {}", where(key_path, at), key_path, reason));
+  // A key or value of the input is quoted at most in part: the line stays readable whatever it held.
+  throw ManifestError(fmt::format("{}: {}: {}", where(key_path, at), excerpt(key_path, 80), excerpt(reason, 400)));
 }
 
 }  // namespace ptdp

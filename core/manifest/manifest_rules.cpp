@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "schedule/schedule_shape.hpp"
+
 namespace ptdp {
 
 void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
@@ -51,6 +53,15 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
          fmt::format("interleaving needs the microbatch count m = global_batch / (micro_batch * data) = {} "
                      "to be a multiple of pipeline ({})",
                      m, p));
+
+  // Every op of the step's schedule is held at once while it is built, verified and simulated.
+  if (schedule_passes(p, v, m) > kMaxSchedulePasses)
+    fail({"parallel.global_batch", "parallel.micro_batch", "parallel.data", "parallel.pipeline",
+          "parallel.virtual_stages"},
+         fmt::format("m = global_batch / (micro_batch * data) = {} microbatches through pipeline * virtual_stages = "
+                     "{} model chunks make {} passes a step, more than the {} a step's schedule is built for; "
+                     "lower global_batch or raise micro_batch",
+                     m, p * v, schedule_passes(p, v, m), kMaxSchedulePasses));
 
   const int64_t chunk_layers = model.layers / (p * v);
   if (par.recompute == "full" && chunk_layers % par.recompute_every != 0)

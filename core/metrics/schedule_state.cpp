@@ -1,6 +1,7 @@
 #include "metrics/schedule_state.hpp"
 
 #include <fmt/format.h>
+#include <ptdp/message_text.hpp>
 
 #include "metrics/learning_rate.hpp"
 
@@ -35,7 +36,7 @@ ResumedSchedule resume_schedule(const RunConfig& config, const nlohmann::json& s
   } catch (const nlohmann::json::exception& e) {
     out.changes.push_back(fmt::format("the checkpoint of step {} has an unreadable learning-rate schedule ({}): "
                                       "continuing with the manifest's",
-                                      step, e.what()));
+                                      step, json_reason(e.what())));
     return out;
   }
   // The length the decay had when the manifest leaves it to run.steps.

@@ -45,22 +45,39 @@ std::shared_ptr<const std::vector<InstructionStream>> PipelineSimulation::stream
   return streams;
 }
 
+ScheduleShape PipelineSimulation::simulated_shape(const ScheduleShape& shape) {
+  if (shape.microbatches <= kLongStepGroups * shape.stages) return shape;
+  return {shape.stages, shape.chunks, kLongStepGroups * shape.stages};
+}
+
 const std::vector<int>& PipelineSimulation::peak_activations(const ScheduleShape& shape) {
-  auto found = peaks_.find(key_of(shape));
+  const ScheduleShape simulated = simulated_shape(shape);
+  auto found = peaks_.find(key_of(simulated));
   if (found == peaks_.end()) {
-    streams(shape);
-    found = peaks_.find(key_of(shape));
+    streams(simulated);
+    found = peaks_.find(key_of(simulated));
   }
   return found->second;
 }
 
-double PipelineSimulation::makespan(const ScheduleShape& shape, double backward_ratio, double transfer_latency) {
-  const double latency = rounded(transfer_latency);
+double PipelineSimulation::replayed_makespan(const ScheduleShape& shape, double backward_ratio, double latency) {
   const auto key = std::make_tuple(shape.stages, shape.chunks, shape.microbatches, backward_ratio, latency);
   auto found = makespans_.find(key);
   if (found != makespans_.end()) return found->second;
   const SimulationResult result = simulate_schedule(shape, *streams(shape), {1.0, backward_ratio, latency});
   return makespans_[key] = result.makespan;
+}
+
+double PipelineSimulation::makespan(const ScheduleShape& shape, double backward_ratio, double transfer_latency) {
+  const double latency = rounded(transfer_latency);
+  const ScheduleShape last = simulated_shape(shape);
+  if (last.microbatches == shape.microbatches) return replayed_makespan(shape, backward_ratio, latency);
+  ScheduleShape before = last;
+  before.microbatches -= shape.stages;
+  const double end = replayed_makespan(last, backward_ratio, latency);
+  const double per_group = end - replayed_makespan(before, backward_ratio, latency);
+  const double groups = static_cast<double>(shape.microbatches - last.microbatches) / shape.stages;
+  return end + groups * per_group;
 }
 
 }  // namespace ptdp

@@ -5,6 +5,15 @@
 // search asks for the same shapes again and again; the lowered streams only for the last few
 // shapes (a search asks for one shape's layouts one after another, and all of them would take
 // hundreds of MB at a thousand GPUs).
+//
+// A long step is not replayed whole. With uniform op times both stock schedules settle into a
+// steady state that repeats every p microbatches (the interleaved schedule's group; 1F1B's period
+// of one divides it), so once m is past the warm-up the makespan grows by the same amount with each
+// further p microbatches, and the peak activations no longer change. A step of more than
+// kLongStepGroups groups of p is therefore simulated at kLongStepGroups - 1 and kLongStepGroups
+// groups and its makespan extrapolated along that line: a search over 65,536 GPUs and a batch of
+// millions then costs what a batch of a few groups costs, and the result is the whole replay's
+// (PipelineSimulation.ALongStepIsExtrapolatedExactly holds it).
 #include <deque>
 #include <map>
 #include <memory>
@@ -33,10 +42,16 @@ class PipelineSimulation {
   // The scheduler plugin that serves a shape ("sched-1f1b" or "sched-interleaved").
   static std::string scheduler_for(const ScheduleShape& shape);
 
+  // Steps longer than this many groups of p microbatches are extrapolated, not replayed whole.
+  static constexpr int kLongStepGroups = 5;
+  // The shape that is simulated for `shape`: itself, or its last kLongStepGroups groups.
+  static ScheduleShape simulated_shape(const ScheduleShape& shape);
+
  private:
   using ShapeKey = std::tuple<int, int, int>;  // p, v, m
   static constexpr size_t kRecentShapes = 16;
 
+  double replayed_makespan(const ScheduleShape& shape, double backward_ratio, double latency);
   // The shape's verified instruction streams; records its peak activations on the way.
   std::shared_ptr<const std::vector<InstructionStream>> streams(const ScheduleShape& shape);
 

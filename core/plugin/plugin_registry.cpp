@@ -1,5 +1,7 @@
 #include "plugin/plugin_registry.hpp"
 
+#include <ptdp/message_text.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -72,22 +74,24 @@ std::vector<std::string> PluginRegistry::default_search_path(
 
 const PluginInfo& PluginRegistry::load(const std::string& name_or_path, PluginKind expected_kind,
                                        const std::string& slot) {
-  const std::string who = "plugin '" + name_or_path + "' (" + slot + ")";
+  const std::string who = "plugin '" + excerpt(name_or_path) + "' (" + slot + ")";
   if (name_or_path.empty()) throw PluginError("slot '" + slot + "': no plugin named");
   std::string file;
+  // error_code forms: a name or folder too long for the file system is "not found", not an exception.
+  std::error_code ec;
   if (names_a_file(name_or_path)) {
-    if (!fs::exists(name_or_path))
-      throw PluginError(who + ": not found: no file " + fs::absolute(name_or_path).string());
+    if (!fs::exists(name_or_path, ec))
+      throw PluginError(who + ": not found: no file " + excerpt(fs::absolute(name_or_path, ec).string(), 200));
     file = name_or_path;
   } else {
     const std::string file_name = "libptdp-" + name_or_path + ".so";
     for (const std::string& dir : search_path_) {
-      if (fs::exists(fs::path(dir) / file_name)) {
+      if (fs::exists(fs::path(dir) / file_name, ec)) {
         file = (fs::path(dir) / file_name).string();
         break;
       }
     }
-    if (file.empty()) throw PluginError(who + ": not found; searched: " + joined(search_path_));
+    if (file.empty()) throw PluginError(who + ": not found; searched: " + excerpt(joined(search_path_), 300));
   }
   const PluginInfo& plugin = open_plugin_library(file);
   if (plugin.descriptor->kind != expected_kind)

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
 
 #include "ptdp/error.hpp"
 
@@ -55,5 +56,10 @@ StopSignal::~StopSignal() {
 }
 
 int StopSignal::received() { return g_received; }
+
+std::string signal_name(int signo) {
+  const char* abbreviation = ::sigabbrev_np(signo);  // "TERM"; null for a number that is no signal
+  return "signal " + std::to_string(signo) + (abbreviation ? std::string(" (SIG") + abbreviation + ")" : "");
+}
 
 }  // namespace ptdp

@@ -6,11 +6,15 @@
 // after the first, ends the process at once with 128 + the signal: one keypress or one scancel
 // often reaches a rank twice (directly and through the launcher), and that must not count as two.
 #include <csignal>
+#include <string>
 
 namespace ptdp {
 
 // EX_TEMPFAIL of sysexits.h: the job stopped early on request and a resume continues it.
 inline constexpr int kExitStoppedBySignal = 75;
+
+// "signal 15 (SIGTERM)", for messages.
+std::string signal_name(int signo);
 
 // Installs the handlers for its lifetime and puts the previous ones back afterwards. One at a
 // time per process.

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <optional>
 #include <nlohmann/json.hpp>
+#include <ptdp/message_text.hpp>
 
 #include "checkpoint/checkpoint_manager.hpp"
 #include "checkpoint/checkpoint_space.hpp"
 #include "checkpoint/resume_point.hpp"
+#include "checkpoint/resumed_model.hpp"
 #include "data/run_data.hpp"
 #include "data/run_tokenizer.hpp"
 #include "launch/tcp_store.hpp"
@@ -82,6 +84,7 @@ class RankTrainer {
   void abort(const std::string& reason) {
     if (world_) world_->abort(reason);
     if (lane_) lane_->abort(reason);
+    if (store_) store_->closing_after_failure();
   }
 
  private:
@@ -117,7 +120,7 @@ class RankTrainer {
   // A step with no next one to show its weights sound (the last, or one a signal stopped after)
   // runs one batch forward first: weights that give no finite loss are not saved.
   void save_after_a_forward(int64_t completed_steps);
-  bool stop_requested();  // collective over the world
+  int stop_requested();  // collective over the world: the stop signal some rank received, or 0
   void write_trace(const TimelineRecorder& timeline, const std::vector<DeviceActivity>& device_work);
   // Each rank's table of what its device did in the profiled steps, printed by rank 0.
   void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
@@ -190,18 +193,36 @@ int64_t RankTrainer::open_checkpoints() {
   const auto resume = resume_point(cfg_, committed, source_steps);
   if (!resume) return 0;
   CheckpointManager& from = source ? *source : *checkpoints_;
+  const std::string where = fmt::format("{} step {}", resume->dir, resume->step);
   const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
-  check_resumed_tokenizer(saved, tokenizer_, fmt::format("{} step {}", resume->dir, resume->step));
-  // Batches are drawn over the files in order: other files mean other batches from here on.
-  // (eval scores other data on purpose.)
-  if (id_.rank == 0 && options_.eval_batches == 0 && saved.is_object() && saved.contains("data") &&
-      !data_record_.is_null())
-    if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
-      spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones the "
-                   "first run would have drawn",
-                   resume->step, change);
-  from.check(resume->step, optimizer_->whole_params());
-  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  // Checked before any rank starts (prepare_checkpoint_folder) for ptdp-host's own ranks; again
+  // here for ranks an external launcher started.
+  check_resumed_model(cfg_, saved, where);
+  try {
+    check_resumed_tokenizer(saved, tokenizer_, where);
+    // Batches are drawn over the files in order: other files mean other batches from here on.
+    // (eval scores other data on purpose.)
+    if (id_.rank == 0 && options_.eval_batches == 0 && saved.contains("data") && !data_record_.is_null())
+      if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
+        spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones "
+                     "the first run would have drawn",
+                     resume->step, change);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: its metadata is damaged: {}", where, json_reason(e.what())));
+  }
+  // A refusal names the folder, whether or not the store's own message does.
+  auto naming_the_folder = [&](const auto& load) {
+    try {
+      load();
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(resume->dir) != std::string::npos) throw;
+      throw Error(fmt::format("{}: {}", where, e.what()));
+    }
+  };
+  naming_the_folder([&] { from.check(resume->step, optimizer_->whole_params()); });
+  naming_the_folder([&] {
+    optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
+  });
   if (fp8_ && fp8_->delayed()) {
     std::vector<std::string> names;
     for (const HostStateTensor& t : fp8_->history()) names.push_back(t.name);
@@ -213,8 +234,7 @@ int64_t RankTrainer::open_checkpoints() {
     fp8_->load_history(saved_history);
   }
   if (scaler_) {
-    const std::string where = fmt::format("{} step {}", resume->dir, resume->step);
-    if (saved.is_object() && saved.contains("loss_scale"))
+    if (saved.contains("loss_scale"))
       scaler_->restore(loss_scale_from_json(saved["loss_scale"], where));
     else if (id_.rank == 0)
       spdlog::warn("resume: {} holds no loss scale (it was saved without fp16); the scale starts from "
@@ -222,7 +242,7 @@ int64_t RankTrainer::open_checkpoints() {
                    where, cfg_.precision.loss_scale_initial);
   }
   if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
-  const nlohmann::json saved_schedule = saved.is_object() ? saved.value("schedule", nlohmann::json()) : nullptr;
+  const nlohmann::json saved_schedule = saved.value("schedule", nlohmann::json());
   ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
   schedule_ = resumed.schedule;
   if (id_.rank == 0)
@@ -565,11 +585,12 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
       if (tracing) write_trace(*timeline_, device_work);
     }
     checkpoint_when_due(step + 1);
-    if (step + 1 < cfg_.run.steps && stop_requested()) {
+    const int stop = step + 1 < cfg_.run.steps ? stop_requested() : 0;
+    if (stop != 0) {
       if (checkpoints_) save_after_a_forward(step + 1);
       optimizer_->take_all_weights();
       if (id_.rank == 0)
-        spdlog::warn("stopped by signal {} after step {}/{}: {}", StopSignal::received(), step + 1, cfg_.run.steps,
+        spdlog::warn("stopped by {} after step {}/{}: {}", signal_name(stop), step + 1, cfg_.run.steps,
                      checkpoints_ ? "a resume continues from its checkpoint"
                                   : "no checkpoint.dir, so nothing was saved");
       world_->barrier();
@@ -722,11 +743,12 @@ void RankTrainer::save_after_a_forward(int64_t completed_steps) {
   save_checkpoint(completed_steps);
 }
 
-bool RankTrainer::stop_requested() {
+int RankTrainer::stop_requested() {
   // Ranks see a signal at different moments; they stop after the same step, or the ones still
-  // training would wait forever for the ones saving.
-  const double here = StopSignal::received() != 0 ? 1.0 : 0.0;
-  return all_reduce_scalar(*kernels_, *world_, here, ReduceOp::Max) > 0;
+  // training would wait forever for the ones saving. The signal itself travels too, so that rank 0
+  // names it when another rank got it (SIGTERM sent to one rank).
+  const double here = StopSignal::received();
+  return static_cast<int>(all_reduce_scalar(*kernels_, *world_, here, ReduceOp::Max));
 }
 
 }  // namespace

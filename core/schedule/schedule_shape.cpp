@@ -11,6 +11,12 @@ void check_schedule_shape(const ScheduleShape& shape) {
     throw ScheduleError("schedule shape p=" + std::to_string(shape.stages) + " v=" +
                         std::to_string(shape.chunks) + " m=" + std::to_string(shape.microbatches) +
                         ": stages, chunks and microbatches must all be at least 1");
+  const int64_t passes = schedule_passes(shape.stages, shape.chunks, shape.microbatches);
+  if (passes > kMaxSchedulePasses)
+    throw ScheduleError("schedule shape p=" + std::to_string(shape.stages) + " v=" + std::to_string(shape.chunks) +
+                        " m=" + std::to_string(shape.microbatches) + ": p*v*m = " + std::to_string(passes) +
+                        " microbatch passes a step, more than the " + std::to_string(kMaxSchedulePasses) +
+                        " a schedule is built for; use fewer microbatches");
 }
 
 void check_ops_in_range(const ScheduleShape& shape, const std::vector<std::vector<ComputeOp>>& ops_per_stage) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ptdp/error.hpp>
+#include <ptdp/message_text.hpp>
 
 #include "crc32c.hpp"
 #include "tensor_region.hpp"
@@ -256,7 +257,7 @@ void FsCheckpointStore::commit(int64_t step, int world_size, const std::string& 
   try {
     metadata = nlohmann::json::parse(metadata_json.empty() ? "{}" : metadata_json).dump();
   } catch (const nlohmann::json::exception& e) {
-    throw Error(who + ": metadata is not valid JSON: " + e.what());
+    throw Error(who + ": metadata is not valid JSON: " + json_reason(e.what()));
   }
 
   const fs::path dir = staging_dir(step);
@@ -409,9 +410,9 @@ void FsCheckpointStore::read(int64_t step, const ShardInfo& want, void* host_dat
   const std::string index_path = (dir / kIndexFile).string();
   auto found = index.tensors.find(want.name);
   if (found == index.tensors.end())
-    throw Error("ckpt-fs: " + index_path + ": no tensor '" + want.name + "' in step " + std::to_string(step));
+    throw Error("ckpt-fs: " + index_path + ": no tensor '" + excerpt(want.name) + "' in step " + std::to_string(step));
   const IndexTensor& tensor = found->second;
-  const std::string what = "tensor '" + want.name + "'";
+  const std::string what = "tensor '" + excerpt(want.name) + "'";
   if (tensor.dtype != want.dtype)
     throw Error("ckpt-fs: " + index_path + ": " + what + " is " + dtype_name(tensor.dtype) + ", " +
                 dtype_name(want.dtype) + " was asked for");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ptdp/error.hpp>
+#include <ptdp/message_text.hpp>
 
 #include "tensor_region.hpp"
 
@@ -94,7 +95,7 @@ SafetensorsHeader read_safetensors_header(const PosixFile& file) {
   try {
     root = json::parse(text);
   } catch (const json::exception& e) {
-    bad(file, std::string("bad header JSON: ") + e.what());
+    bad(file, "bad header JSON: " + json_reason(e.what()));
   }
   try {
     if (!root.is_object()) throw std::invalid_argument("the header is not a JSON object");
@@ -103,21 +104,22 @@ SafetensorsHeader read_safetensors_header(const PosixFile& file) {
     header.step = ptdp.at("step").get<int64_t>();
     header.rank = ptdp.at("rank").get<int>();
     const json& shards = ptdp.at("shards");
-    for (const auto& [name, t] : root.items()) {
-      if (name == "__metadata__") continue;
+    for (const auto& [key, t] : root.items()) {
+      if (key == "__metadata__") continue;
+      const std::string name = excerpt(key);
       SafetensorsEntry e;
       std::string dtype = t.at("dtype").get<std::string>();
       bool known = false;
       for (DType d : kDTypes)
         if (dtype == safetensors_dtype_name(d)) e.dtype = d, known = true;
-      if (!known) throw std::invalid_argument("tensor '" + name + "' has unknown dtype " + dtype);
+      if (!known) throw std::invalid_argument("tensor '" + name + "' has unknown dtype " + excerpt(dtype));
       e.shape = int_list(t.at("shape"), "shape");
       std::vector<int64_t> range = int_list(t.at("data_offsets"), "data_offsets");
       if (range.size() != 2 || range[0] > range[1])
         throw std::invalid_argument("tensor '" + name + "' has bad data_offsets");
       e.begin = static_cast<uint64_t>(range[0]);
       e.end = static_cast<uint64_t>(range[1]);
-      const json& where = shards.at(name);
+      const json& where = shards.at(key);
       e.global_shape = int_list(where.at("global_shape"), "global_shape");
       e.offset = int_list(where.at("offset"), "offset");
       if (where.contains("crc32c")) e.crc32c = where.at("crc32c").get<uint32_t>();
@@ -130,10 +132,10 @@ SafetensorsHeader read_safetensors_header(const PosixFile& file) {
       if (e.end > data_size)
         bad(file, "truncated: tensor '" + name + "' ends at data byte " + std::to_string(e.end) +
                       ", the file holds " + std::to_string(data_size) + " data bytes");
-      header.tensors.emplace(name, std::move(e));
+      header.tensors.emplace(key, std::move(e));
     }
   } catch (const json::exception& e) {
-    bad(file, std::string("bad header: ") + e.what());
+    bad(file, "bad header: " + json_reason(e.what()));
   } catch (const std::invalid_argument& e) {
     bad(file, std::string("bad header: ") + e.what());
   }

@@ -3,8 +3,15 @@
 // starts the ranks itself, and every refusal before anything runs.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "host_run.hpp"
@@ -213,6 +220,41 @@ TEST_F(AbCommand, FailedJobNamesTheArmRoundAndLog) {
   // After the progress line of the job that failed.
   EXPECT_NE(run.output.find("\narm 'a', round 1: ptdp-host run exited with status 1"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(out + "/runs/a-r1.log"), std::string::npos) << run.output;
+}
+
+// SIGTERM to an A/B (what a batch system sends before it kills the job) stops its running job,
+// which finishes its step, and the A/B says which job it stopped and where the jobs' files are.
+TEST_F(AbCommand, ASigtermSaysWhatWasStoppedAndWhereItsFilesAre) {
+  const std::string out = workspace_->dir() + "/ab-stopped", log = workspace_->dir() + "/ab-stopped.log";
+  const std::string command = "exec " + std::string(PTDP_TEST_HOST) + " ab " + workspace_->manifest() +
+                              " --arm a --arm b --rounds 2 --steps 100000 --warmup 2 --out " + out + " > " + log +
+                              " 2>&1";
+  const pid_t ab = ::fork();
+  if (ab == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(ab, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (count_steps(out + "/runs/a-r1.jsonl") < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(count_steps(out + "/runs/a-r1.jsonl"), 2) << "the first job did not train";
+  ASSERT_EQ(::kill(ab, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(ab, &status, 0), ab);
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << output;
+  EXPECT_NE(output.find("ab: stopped by signal 15 (SIGTERM) during arm 'a', round 1/2 (job 1/4); 0 jobs finished, "
+                        "and the metrics and logs of every job so far are in " + out + "/runs (this job's: " + out +
+                        "/runs/a-r1.log); no report was written"),
+            std::string::npos)
+      << output;
+  EXPECT_FALSE(fs::exists(out + "/runs/b-r1.log")) << "a job started after the signal";
+  std::ifstream job_log(out + "/runs/a-r1.log");
+  const std::string job_output((std::istreambuf_iterator<char>(job_log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(job_output.find("stopped by signal 15 (SIGTERM) after step"), std::string::npos) << job_output;
 }
 
 }  // namespace

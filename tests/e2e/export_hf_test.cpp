@@ -129,6 +129,18 @@ TEST(ImportHf, AFolderOfAnotherModelIsRefusedNamingTheDimension) {
   EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/other/step-00000000"));
 }
 
+TEST(ImportHf, AConfigJsonThatIsNoFileIsRefusedNamingIt) {
+  TinyGptWorkspace ws;
+  const std::string hf = ws.dir() + "/hf";
+  std::filesystem::create_directories(hf + "/config.json");
+  const CommandResult r =
+      run_host_command("import hf " + hf + " " + ws.manifest() + " --set checkpoint.dir=\"" + ws.dir() + "/into\"");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(hf + "/config.json: cannot read config.json: Is a directory"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("basic_filebuf"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(ws.dir() + "/into/step-00000000"));
+}
+
 // An export never replaces what is there: a folder that holds anything, or the checkpoint folder
 // itself, is refused before anything is written, and the files in it are left as they were.
 TEST(ExportHf, AFolderInUseIsRefusedAndLeftAsItWas) {

@@ -30,6 +30,13 @@ inline std::vector<std::string> with(std::vector<std::string> sets, const std::v
   return sets;
 }
 
+// Lines of a command's output: a refusal is one.
+inline size_t lines_of(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
 // Runs a shell command line and waits for it.
 CommandResult run_shell(const std::string& command_line);
 

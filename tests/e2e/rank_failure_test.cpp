@@ -69,6 +69,43 @@ TEST_P(RankFailure, KilledRankStopsTheJobWithAClearError) {
   EXPECT_EQ(find_rank(launcher, 0), -1) << "rank 0 outlived the job";
 }
 
+// A stopped rank (SIGSTOP, a debugger) is found after one launch.timeout_s whichever rank it is:
+// rank 0, which serves the rendezvous store, no longer lingers for a connection the stopped rank
+// will never close (it took two timeouts for any rank but rank 0).
+TEST(RankStopped, AStoppedRankOtherThanRankZeroIsFoundAfterOneTimeout) {
+  TinyGptWorkspace ws;
+  const std::string metrics = ws.dir() + "/metrics.jsonl";
+  BackgroundRun job(ws, {"run.steps=100000", "parallel.pipeline=2", "launch.timeout_s=5"}, 2, metrics);
+  ASSERT_TRUE(job.wait_for_steps(2, std::chrono::seconds(60))) << "the job did not train:\n" << job.output();
+  const pid_t victim = find_rank(job.pid(), 1);
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGSTOP), 0);
+  const auto stopped = Clock::now();
+  const std::optional<int> code = job.wait(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << "the job did not end within 30 s of rank 1's stop";
+  const double seconds = std::chrono::duration<double>(Clock::now() - stopped).count();
+  EXPECT_LT(seconds, 8.0) << "one timeout is 5 s:\n" << job.output();
+  EXPECT_NE(*code, 0);
+  EXPECT_NE(job.output().find("rank 1 (pid " + std::to_string(victim) + ") is stopped (SIGSTOP or a debugger)"),
+            std::string::npos)
+      << job.output();
+}
+
+// SIGTERM sent to one rank alone stops the job cleanly, and rank 0 names the signal it never got.
+TEST(RankStopped, SigtermToOneRankIsNamedByTheJob) {
+  TinyGptWorkspace ws;
+  const std::string metrics = ws.dir() + "/metrics.jsonl";
+  BackgroundRun job(ws, {"run.steps=100000", "parallel.pipeline=2"}, 2, metrics);
+  ASSERT_TRUE(job.wait_for_steps(2, std::chrono::seconds(60))) << "the job did not train:\n" << job.output();
+  const pid_t victim = find_rank(job.pid(), 1);
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGTERM), 0);
+  const std::optional<int> code = job.wait(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << job.output();
+  EXPECT_EQ(*code, 75) << job.output();
+  EXPECT_NE(job.output().find("stopped by signal 15 (SIGTERM) after step "), std::string::npos) << job.output();
+}
+
 INSTANTIATE_TEST_SUITE_P(TwoRanks, RankFailure, ::testing::Values("pipeline", "data", "distributed_optimizer"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

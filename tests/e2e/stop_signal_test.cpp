@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "host_run.hpp"
+#include "runtime/stop_signal.hpp"
 
 namespace ptdp::test {
 namespace {
@@ -23,7 +24,7 @@ void stop_saves_and_resume_continues(int nproc, int signal, const std::vector<st
   EXPECT_EQ(*code, 75) << job.output();
   const int trained = count_steps(metrics);
   const std::string step = std::to_string(trained);
-  EXPECT_NE(job.output().find("stopped by signal " + std::to_string(signal) + " after step " + step + "/100000"),
+  EXPECT_NE(job.output().find("stopped by " + signal_name(signal) + " after step " + step + "/100000"),
             std::string::npos)
       << job.output();
   EXPECT_EQ(folder_names(dir), std::vector<std::string>{"step-" + std::string(8 - step.size(), '0') + step})

@@ -6,6 +6,7 @@
 #include "ptdp/counter_rng.hpp"
 #include "ptdp/error.hpp"
 #include "ptdp/layer_kernels.hpp"
+#include "ptdp/message_text.hpp"
 #include "ptdp/plugin.hpp"
 #include "ptdp/rendezvous.hpp"
 #include "ptdp/gpt_parameters.hpp"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/token_dataset.hpp"
+#include "data/token_file_writer.hpp"
 #include "scratch_dir.hpp"
 #include "support/host_command.hpp"
 
@@ -156,6 +157,38 @@ TEST(HostDataCommand, InfoOnAMalformedFileIsOneLine) {
   EXPECT_EQ(info.exit_code, 1);
   EXPECT_NE(info.output.find(path + ": truncated ptdp token file"), std::string::npos) << info.output;
   EXPECT_EQ(std::count(info.output.begin(), info.output.end(), '\n'), 1) << info.output;
+}
+
+// A version 2 file that records a byte-level tokenizer (vocabulary 256) yet holds token 300: data
+// info and a run (through validate, which reads the data as a run does) refuse it in one line.
+TEST(HostDataCommand, ATokenOutsideTheFilesRecordedVocabularyIsRefusedByInfoAndRun) {
+  ScratchDir dir;
+  const std::string path = dir.file("tokens.bin");
+  {
+    TokenFileWriter writer(path, TokenFileLayout::PtdpIndexed, TokenDType::U16, TokenizerRecord::bytes());
+    const std::vector<int32_t> tokens = {65, 66, 300, 67};
+    writer.add_document(tokens);
+    writer.finish();
+    writer.commit();
+  }
+  const std::string reason = path + ": token 300 at index 2 is outside the vocabulary of 256 ids the file records "
+                                    "(byte-level (vocab 256)): the file is damaged or its tokens come from another tokenizer";
+  HostResult info = run_host("data info " + quoted(path));
+  EXPECT_EQ(info.exit_code, 1) << info.output;
+  EXPECT_NE(info.output.find(reason), std::string::npos) << info.output;
+  EXPECT_EQ(std::count(info.output.begin(), info.output.end(), '\n'), 1) << info.output;
+
+  const std::string manifest = dir.file("m.toml");
+  write_bytes(manifest, text_bytes("[model]\nlayers = 2\nhidden = 16\nheads = 2\nseq_len = 2\nvocab = 512\n"
+                                   "[data]\npath = \"tokens.bin\"\n[plugins]\nkernels = \"kernels-ref\"\n"
+                                   "scheduler = \"sched-1f1b\"\nsearch_path = [\"" PTDP_TEST_PLUGIN_DIR "\"]\n"));
+  HostResult validate = run_host("validate " + quoted(manifest));
+  EXPECT_EQ(validate.exit_code, 2) << validate.output;
+  EXPECT_NE(validate.output.find(reason), std::string::npos) << validate.output;
+  HostResult run = run_host("run " + quoted(manifest));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find(reason), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("step 1"), std::string::npos) << run.output;
 }
 
 TEST(HostDataCommand, TrainATokenizerThenEncodeJsonlIntoShardsAndAValidationFile) {

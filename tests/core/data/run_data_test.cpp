@@ -105,9 +105,9 @@ TEST_F(RunDataTest, AValidationSetShorterThanOneSequenceIsNamed) {
 TEST_F(RunDataTest, AGlobThatMatchesNothingIsRefused) {
   const std::string train = shard("train.bin", 0, 1000);
   EXPECT_EQ(open_error(config({train, dir_.file("fineweb_train_*.bin")})),
-            "data.path[1]: \"" + dir_.file("fineweb_train_*.bin") + "\" matches no file");
+            "run.toml: data.path[1]: \"" + dir_.file("fineweb_train_*.bin") + "\" matches no file");
   EXPECT_EQ(open_error(config({train}, {dir_.file("fineweb_val_*.bin")})),
-            "data.val_path[0]: \"" + dir_.file("fineweb_val_*.bin") + "\" matches no file");
+            "run.toml: data.val_path[0]: \"" + dir_.file("fineweb_val_*.bin") + "\" matches no file");
 }
 
 TEST_F(RunDataTest, FilesOfDifferentFormatsAreRefused) {
