@@ -6,9 +6,7 @@
 
 #include "data/run_data.hpp"
 #include "manifest/manifest_loader.hpp"
-#include "plugin/config_schema.hpp"
-#include "plugin/plugin_factory.hpp"
-#include "plugin/plugin_registry.hpp"
+#include "plugin/manifest_plugin_set.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
 namespace ptdp {
@@ -17,25 +15,11 @@ namespace {
 
 void check_plugins(const RunConfig& config) {
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
-  struct Slot {
-    const std::string& name;
-    PluginKind kind;
-    const char* slot;
-  };
-  std::vector<Slot> slots = {{config.plugins.communicator, PluginKind::Communicator, "communicator"},
-                             {config.plugins.kernels, PluginKind::LayerKernels, "kernels"},
-                             {config.plugins.scheduler, PluginKind::Scheduler, "scheduler"}};
-  if (!config.checkpoint.dir.empty())
-    slots.push_back({config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint"});
-  for (const Slot& s : slots) {
-    const PluginInfo& info = registry.load(s.name, s.kind, s.slot);
-    validated_plugin_config(*info.descriptor, config.plugins.options.at(s.slot));
-  }
+  const ManifestPluginSet plugins =
+      load_manifest_plugins(registry, config.plugins, /*with_checkpoint_store=*/!config.checkpoint.dir.empty());
   // A scheduler only plans, so it can run here: its schedule for this layout is verified now
   // rather than after every other arm has run.
-  const PluginInfo& scheduler_info = registry.load(config.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  auto scheduler = create_plugin<Scheduler>(scheduler_info, config.plugins.options.at("scheduler"),
-                                            PluginPlace{0, config.parallel.world_size()});
+  auto scheduler = plugins.create<Scheduler>(PluginPlace{0, config.parallel.world_size()});
   plan_schedule(*scheduler, {config.parallel.pipeline, config.parallel.virtual_stages, config.parallel.microbatches()});
 }
 

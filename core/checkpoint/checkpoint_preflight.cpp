@@ -9,8 +9,7 @@
 #include "checkpoint/checkpoint_space.hpp"
 #include "checkpoint/resume_point.hpp"
 #include "checkpoint/resumed_model.hpp"
-#include "plugin/plugin_factory.hpp"
-#include "plugin/plugin_registry.hpp"
+#include "plugin/manifest_plugin_set.hpp"
 
 namespace ptdp {
 
@@ -32,8 +31,7 @@ void prepare_checkpoint_folder(const RunConfig& config, CheckpointFolderUse use)
   const bool elsewhere = resumes_from_elsewhere(config);
   if (dir.empty() && !elsewhere) return;
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
-  const auto& info = registry.load(config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  auto make_store = [&] { return create_plugin<CheckpointStore>(info, config.plugins.options.at("checkpoint")); };
+  auto make_store = [&] { return create_slot_plugin<CheckpointStore>(registry, config.plugins); };
   std::shared_ptr<CheckpointStore> source;
   std::vector<int64_t> source_steps;
   if (elsewhere) {

@@ -16,8 +16,7 @@
 #include "manifest/manifest_loader.hpp"
 #include "manifest/run_config_json.hpp"
 #include "metrics/schedule_state.hpp"
-#include "plugin/plugin_factory.hpp"
-#include "plugin/plugin_registry.hpp"
+#include "plugin/manifest_plugin_set.hpp"
 
 namespace ptdp::host {
 namespace {
@@ -51,9 +50,7 @@ void import_hf(const ImportArgs& args) {
   const std::map<std::string, NamedF32Tensor> weights = read_safetensors(weights_path);
 
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
-  auto store = create_plugin<CheckpointStore>(
-      registry.load(config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint"),
-      config.plugins.options.at("checkpoint"));
+  auto store = create_slot_plugin<CheckpointStore>(registry, config.plugins);
   store->open(dir);
   if (const std::vector<int64_t> steps = store->list_steps(); !steps.empty())
     throw Error(fmt::format("checkpoint.dir {} holds committed steps {} of another run; import into an empty one",

@@ -62,7 +62,7 @@ ScheduleOutcome plan(const ScheduleOptions& options) {
   std::shared_ptr<Scheduler> scheduler;
   try {
     PluginRegistry registry(PluginRegistry::default_search_path(options.plugin_paths));
-    const PluginInfo& info = registry.load(options.scheduler, PluginKind::Scheduler, "scheduler");
+    const PluginInfo& info = registry.load(options.scheduler, PluginKind::Scheduler);
     outcome.plugin_path = info.path;
     outcome.scheduler_name = info.descriptor->name;
     scheduler = create_plugin<Scheduler>(info, toml::table{});

@@ -9,13 +9,14 @@
 #include "manifest/run_config_json.hpp"
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
+#include "plugin/plugin_slots.hpp"
 
 namespace ptdp::host {
 
 StoredStep open_stored_step(const std::string& folder, int64_t wanted, const std::string& store_plugin) {
   PluginRegistry registry(PluginRegistry::default_search_path());
   StoredStep out;
-  out.store = create_plugin<CheckpointStore>(registry.load(store_plugin, PluginKind::CheckpointStore, "checkpoint"),
+  out.store = create_plugin<CheckpointStore>(registry.load(store_plugin, PluginKind::CheckpointStore),
                                              toml::table{});
   out.store->open_existing(folder);
   const std::vector<int64_t> steps = out.store->list_steps();
@@ -45,9 +46,10 @@ RunConfig one_process_config(const StoredStep& stored, const std::string& folder
   if (metadata.contains("schedule"))
     all.push_back(fmt::format("optimizer.decay_steps={}", metadata["schedule"].value("decay_steps", int64_t{0})));
   // Options of the plugins the training run used may not fit the ones loaded here.
-  for (const char* slot : {"communicator", "kernels", "scheduler"})
-    if (config_json.contains("plugins") && config_json["plugins"].contains("options"))
-      all.push_back(fmt::format("plugins.options.{}={{}}", slot));
+  for (const PluginSlot& slot : kPluginSlots)
+    if (slot.kind != PluginKind::CheckpointStore && config_json.contains("plugins") &&
+        config_json["plugins"].contains("options"))
+      all.push_back(fmt::format("plugins.options.{}={{}}", slot.name));
   all.insert(all.end(), overrides.begin(), overrides.end());
   const std::string source = fmt::format("{} step {}", folder, stored.step);
   RunConfig config = load_manifest_string(manifest_text(config_json), source, all);

@@ -11,6 +11,7 @@
 #include "manifest/manifest_overrides.hpp"
 #include "manifest/manifest_rules.hpp"
 #include "manifest/table_reader.hpp"
+#include "plugin/plugin_slots.hpp"
 
 namespace ptdp {
 
@@ -122,15 +123,14 @@ void read_checkpoint(TableReader r, RunConfig::Checkpoint& checkpoint) {
 
 // The communicator's slot was once called `comm`, as key and as option table. The old name still
 // loads, with a warning naming the new one; a manifest giving both is refused.
-constexpr std::string_view kCommunicatorSlot = "communicator";
 constexpr std::string_view kOldCommunicatorSlot = "comm";
 
-// Which of the two names `r` reads the communicator's slot from.
-std::string_view communicator_slot_in(const TableReader& r, const ManifestLocator& locator,
-                                      std::vector<std::string>& warnings) {
-  if (!r.contains(kOldCommunicatorSlot)) return kCommunicatorSlot;
-  const std::string old_key = r.key_path(kOldCommunicatorSlot), key = r.key_path(kCommunicatorSlot);
-  if (r.contains(kCommunicatorSlot))
+// Which of its names `r` reads `slot` from: only the communicator's has an old one.
+std::string_view slot_key_in(const PluginSlot& slot, const TableReader& r, const ManifestLocator& locator,
+                             std::vector<std::string>& warnings) {
+  if (slot.kind != PluginKind::Communicator || !r.contains(kOldCommunicatorSlot)) return slot.name;
+  const std::string old_key = r.key_path(kOldCommunicatorSlot), key = r.key_path(slot.name);
+  if (r.contains(slot.name))
     locator.fail(old_key, fmt::format("{} names the same slot: keep {} and delete {}, its deprecated name", key, key,
                                       old_key));
   warnings.push_back(fmt::format("{}: {} is deprecated: write {}", locator.where(old_key), old_key, key));
@@ -139,19 +139,14 @@ std::string_view communicator_slot_in(const TableReader& r, const ManifestLocato
 
 void read_plugins(TableReader r, const ManifestLocator& locator, RunConfig::Plugins& plugins,
                   std::vector<std::string>& warnings) {
-  r.read(communicator_slot_in(r, locator, warnings), plugins.communicator);
-  r.read("kernels", plugins.kernels);
-  r.read("scheduler", plugins.scheduler);
-  r.read("checkpoint", plugins.checkpoint);
+  for (const PluginSlot& slot : kPluginSlots) r.read(slot_key_in(slot, r, locator, warnings), plugins.*slot.plugin);
   r.read("search_path", plugins.search_path);
   // Option tables are kept as written: each plugin's registry entry checks them against the
   // schema the plugin declares.
   TableReader options(locator, r.key_path("options"), r.read_table("options"));
-  const toml::table* communicator = options.read_table(communicator_slot_in(options, locator, warnings));
-  plugins.options[std::string(kCommunicatorSlot)] = communicator ? *communicator : toml::table{};
-  for (const char* slot : {"kernels", "scheduler", "checkpoint"}) {
-    const toml::table* table = options.read_table(slot);
-    plugins.options[slot] = table ? *table : toml::table{};
+  for (const PluginSlot& slot : kPluginSlots) {
+    const toml::table* table = options.read_table(slot_key_in(slot, options, locator, warnings));
+    plugins.options[slot.name] = table ? *table : toml::table{};
   }
   options.finish();
   r.finish();

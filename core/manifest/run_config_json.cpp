@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "plugin/plugin_slots.hpp"
+
 namespace ptdp {
 
 namespace {
@@ -29,7 +31,7 @@ std::string toml_table(const nlohmann::json& table, const std::string& name) {
 void rename_old_communicator_slot(nlohmann::json& plugins) {
   auto rename = [](nlohmann::json& table) {
     if (!table.is_object() || !table.contains("comm")) return;
-    table["communicator"] = std::move(table["comm"]);
+    table[plugin_slot(PluginKind::Communicator).name] = std::move(table["comm"]);
     table.erase("comm");
   };
   rename(plugins);
@@ -50,6 +52,10 @@ std::string manifest_text(const nlohmann::json& resolved) {
 nlohmann::ordered_json run_config_json(const RunConfig& c) {
   nlohmann::ordered_json options = nlohmann::ordered_json::object();
   for (const auto& [slot, table] : c.plugins.options) options[slot] = toml_table_json(table);
+  nlohmann::ordered_json plugins = nlohmann::ordered_json::object();
+  for (const PluginSlot& slot : kPluginSlots) plugins[slot.name] = slot.named_in(c.plugins);
+  plugins["search_path"] = c.plugins.search_path;
+  plugins["options"] = options;
   return {
       {"run", {{"name", c.run.name}, {"steps", c.run.steps}, {"seed", c.run.seed}, {"log_every", c.run.log_every}}},
       {"model",
@@ -83,9 +89,7 @@ nlohmann::ordered_json run_config_json(const RunConfig& c) {
        {{"dir", c.checkpoint.dir}, {"every", c.checkpoint.every}, {"resume", c.checkpoint.resume},
         {"keep", c.checkpoint.keep}, {"resume_from", c.checkpoint.resume_from},
         {"resume_step", c.checkpoint.resume_step}}},
-      {"plugins",
-       {{"communicator", c.plugins.communicator}, {"kernels", c.plugins.kernels}, {"scheduler", c.plugins.scheduler},
-        {"checkpoint", c.plugins.checkpoint}, {"search_path", c.plugins.search_path}, {"options", options}}},
+      {"plugins", plugins},
       {"launch",
        {{"nproc_per_node", c.launch.nproc_per_node}, {"master_addr", c.launch.master_addr},
         {"master_port", c.launch.master_port}, {"timeout_s", c.launch.timeout_s}, {"nnodes", c.launch.nnodes},

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "manifest/run_config_json.hpp"
+#include "plugin/manifest_plugin_set.hpp"
 #include "ptdp/error.hpp"
 #include "version.hpp"
 
@@ -31,12 +32,6 @@ std::string host_name() {
   return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "";
 }
 
-PluginRecord plugin_record(PluginRegistry& registry, const std::string& name, PluginKind kind,
-                           const std::string& slot) {
-  const PluginInfo& info = registry.load(name, kind, slot);
-  return {slot, info.descriptor->name, info.descriptor->version, info.descriptor->toolchain, info.path};
-}
-
 }  // namespace
 
 RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, const Device& device) {
@@ -45,14 +40,11 @@ RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, con
   header.manifest = config.source;
   header.manifest_hash = manifest_hash(config.source);
   header.settings = run_config_json(config);
-  header.plugins.push_back(
-      plugin_record(registry, config.plugins.communicator, PluginKind::Communicator, "communicator"));
-  header.plugins.push_back(plugin_record(registry, config.plugins.kernels, PluginKind::LayerKernels, "kernels"));
-  header.plugins.push_back(plugin_record(registry, config.plugins.scheduler, PluginKind::Scheduler, "scheduler"));
-  // The checkpoint store is loaded only by runs that checkpoint.
-  if (!config.checkpoint.dir.empty())
-    header.plugins.push_back(
-        plugin_record(registry, config.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint"));
+  // The checkpoint store is recorded only for runs that checkpoint.
+  const ManifestPluginSet loaded = load_manifest_plugins(registry, config.plugins, !config.checkpoint.dir.empty());
+  for (const SlotPlugin& p : loaded.loaded())
+    header.plugins.push_back({p.slot->name, p.info->descriptor->name, p.info->descriptor->version,
+                              p.info->descriptor->toolchain, p.info->path});
   header.pipeline = config.parallel.pipeline;
   header.tensor = config.parallel.tensor;
   header.data = config.parallel.data;

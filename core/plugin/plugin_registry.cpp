@@ -8,6 +8,7 @@
 #include <set>
 
 #include "plugin/plugin_library.hpp"
+#include "plugin/plugin_slots.hpp"
 
 namespace ptdp {
 namespace {
@@ -98,6 +99,10 @@ const PluginInfo& PluginRegistry::load(const std::string& name_or_path, PluginKi
     throw PluginError("plugin " + plugin.path + " is a " + plugin_kind_name(plugin.descriptor->kind) +
                       " plugin, slot '" + slot + "' needs a " + plugin_kind_name(expected_kind));
   return plugin;
+}
+
+const PluginInfo& PluginRegistry::load(const std::string& name_or_path, PluginKind expected_kind) {
+  return load(name_or_path, expected_kind, plugin_slot(expected_kind).name);
 }
 
 std::vector<DiscoveredPlugin> PluginRegistry::discover() {

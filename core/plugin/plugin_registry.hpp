@@ -39,6 +39,8 @@ class PluginRegistry {
   // the returned reference stays valid for the process lifetime.
   const PluginInfo& load(const std::string& name_or_path, PluginKind expected_kind,
                          const std::string& slot);
+  // For the manifest slot that takes `expected_kind` (plugin_slots.hpp).
+  const PluginInfo& load(const std::string& name_or_path, PluginKind expected_kind);
 
   // Every libptdp-*.so in the search path's folders, in search order (loading each one).
   std::vector<DiscoveredPlugin> discover();
