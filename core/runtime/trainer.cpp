@@ -10,37 +10,20 @@
 #include <nlohmann/json.hpp>
 #include <ptdp/message_text.hpp>
 
-#include "checkpoint/checkpoint_manager.hpp"
-#include "checkpoint/checkpoint_space.hpp"
-#include "checkpoint/resume_point.hpp"
-#include "checkpoint/resumed_model.hpp"
-#include "data/run_data.hpp"
-#include "data/run_tokenizer.hpp"
-#include "launch/tcp_store.hpp"
 #include "manifest/model_math.hpp"
 #include "manifest/run_config_json.hpp"
 #include "metrics/learning_rate.hpp"
 #include "metrics/metrics_log.hpp"
 #include "metrics/progress_line.hpp"
+#include "metrics/run_header.hpp"
 #include "metrics/schedule_state.hpp"
-#include "plugin/plugin_factory.hpp"
-#include "plugin/plugin_registry.hpp"
-#include "runtime/device_placement.hpp"
-#include "runtime/fp8_scaling.hpp"
-#include "runtime/gradient_sync.hpp"
-#include "runtime/gradient_zeroing.hpp"
-#include "runtime/kernels_precision.hpp"
-#include "runtime/loss_scaler.hpp"
-#include "runtime/model_chunk.hpp"
-#include "runtime/optimizer_state.hpp"
-#include "runtime/parameter_init.hpp"
-#include "runtime/pipeline_executor.hpp"
-#include "runtime/reduction_lane.hpp"
-#include "runtime/stop_signal.hpp"
-#include "runtime/topology.hpp"
-#include "profile/device_profiler_library.hpp"
 #include "profile/device_tracks.hpp"
 #include "profile/profile_report.hpp"
+#include "runtime/gradient_sync.hpp"
+#include "runtime/gradient_zeroing.hpp"
+#include "runtime/pipeline_executor.hpp"
+#include "runtime/rank_setup.hpp"
+#include "runtime/stop_signal.hpp"
 #include "schedule/chrome_trace.hpp"
 #include "schedule/forward_only_schedule.hpp"
 #include "schedule/instruction_stream.hpp"
@@ -49,22 +32,6 @@
 
 namespace ptdp {
 namespace {
-
-ModelSpec model_spec(const RunConfig& c) {
-  ModelSpec m;
-  m.layers = c.model.layers;
-  m.hidden = c.model.hidden;
-  m.heads = c.model.heads;
-  m.seq_len = c.model.seq_len;
-  m.vocab = c.model.vocab;
-  m.padded_vocab = c.model.padded_vocab;
-  m.ffn_hidden = c.model.ffn_hidden;
-  m.micro_batch = c.parallel.micro_batch;
-  m.dropout = c.model.dropout;
-  m.layernorm_eps = c.model.layernorm_eps;
-  m.seed = c.run.seed;
-  return m;
-}
 
 // What a divergence error adds about the step that was due to be saved but never proved sound.
 std::string unsaved_note(const std::optional<int64_t>& unverified_save) {
@@ -75,32 +42,14 @@ std::string unsaved_note(const std::optional<int64_t>& unverified_save) {
 class RankTrainer {
  public:
   RankTrainer(const RunConfig& config, const RankEnvironment& id, const TrainOptions& options)
-      : cfg_(config), id_(id), options_(options),
-        topology_(config.parallel.pipeline, config.parallel.data, config.parallel.tensor),
-        me_(topology_.position_of(id.rank)),
-        registry_(PluginRegistry::default_search_path(config.plugins.search_path)) {}
+      : cfg_(config), id_(id), options_(options), rank_(config, id, options) {}
 
   TrainOutcome run();
-  void abort(const std::string& reason) {
-    if (world_) world_->abort(reason);
-    if (lane_) lane_->abort(reason);
-    if (store_) store_->closing_after_failure();
-  }
+  void abort(const std::string& reason) { rank_.abort(reason); }
 
  private:
-  // Once per run, before the first step.
-  int64_t set_up();  // returns the step to start from
-  void load_plugins();
-  Device place_this_rank() const;
-  PluginPlace place() const { return {id_.rank, id_.world_size, id_.local_rank, id_.local_world_size}; }
-  CommInit world_init() const;
-  void join_world();
-  void bind_streams();
-  void open_reduction_lane();
-  void build_model();
-  void initialize_parameters();
-  void open_data();
-  int64_t open_checkpoints();  // returns the step to start from
+  // Once per run, after the rank is set up: the verified schedule, the batches, the executor and
+  // what reduces the gradients.
   void prepare_steps(int64_t first_step);
 
   // The steps, and what they report and save.
@@ -126,33 +75,13 @@ class RankTrainer {
   void report_profile(const std::vector<DeviceActivity>& device_work, const std::vector<ProfileWindow>& windows);
 
   const RunConfig& cfg_;
-  RankEnvironment id_;
-  TrainOptions options_;
-  Topology topology_;
-  GridPosition me_;
-  PluginRegistry registry_;  // the manifest's plugins (and the checkpoint store) load through it
-  std::unique_ptr<TcpStore> store_;
-  std::shared_ptr<Communicator> world_;
-  std::shared_ptr<LayerKernels> kernels_;
-  bool blocks_write_first_gradients_ = false;  // the kernels' ABI promises MicroBatch::first_gradient
-  std::shared_ptr<Scheduler> scheduler_;
-  Device device_;  // where this rank computes, handed to the communicator and the kernels
-  std::unique_ptr<DeviceProfiler> profiler_;  // --profile only
-  ParallelGroups groups_;
-  std::vector<std::unique_ptr<ModelChunk>> chunks_;
-  std::vector<ChunkBuffers> buffers_;  // each chunk's master weights and gradients
-  std::unique_ptr<OptimizerState> optimizer_;
-  std::unique_ptr<Fp8ScalingState> fp8_;  // precision.fp8 = "hybrid" only
+  const RankEnvironment& id_;
+  const TrainOptions& options_;
+  RankSetup rank_;  // everything made once, before the first step
   // Delayed FP8: the history a step due to be saved ended with, and that step.
   std::pair<int64_t, std::vector<HostStateTensor>> history_to_save_{-1, {}};
-  std::unique_ptr<LossScaler> scaler_;  // precision.params = "fp16" only
   // fp16: the loss scale a step due to be saved ended with, and that step.
   std::pair<int64_t, LossScaleState> scale_to_save_{-1, {}};
-  std::optional<RunData> data_;  // none when the loaded model is handed over (sample reads no data)
-  std::unique_ptr<CheckpointManager> checkpoints_;
-  std::optional<RunTokenizer> tokenizer_;  // recorded in every step saved
-  nlohmann::json data_record_;              // RunData::record(), recorded in every step saved
-  RunConfig::Optimizer schedule_ = schedule_of(cfg_);  // the learning-rate schedule, as resumed
 
   // What every step uses, from prepare_steps on.
   InstructionStream training_stream_;      // this stage's part of the verified schedule
@@ -164,227 +93,55 @@ class RankTrainer {
   OwnedTensor losses_;  // F32 [m]: each microbatch's loss
   float loss_scale_ = 0;
   std::unique_ptr<MetricsLog> metrics_;  // rank 0, with --metrics
-  std::unique_ptr<ReductionLane> lane_;  // training with d > 1 only
   std::optional<GradientReducer> reducer_;
   std::optional<int64_t> unverified_save_;  // a step due to be saved, once the next one shows it sound
 };
-
-int64_t RankTrainer::open_checkpoints() {
-  const bool elsewhere = resumes_from_elsewhere(cfg_);
-  if (cfg_.checkpoint.dir.empty() && !elsewhere) return 0;
-  const auto& info = registry_.load(cfg_.plugins.checkpoint, PluginKind::CheckpointStore, "checkpoint");
-  const CheckpointRole role{id_.rank, id_.world_size, me_.dp, me_.tp, me_.pp, topology_.pipeline()};
-  auto open_manager = [&](const std::string& dir, bool writing) {
-    auto store = create_plugin<CheckpointStore>(info, cfg_.plugins.options.at("checkpoint"), place());
-    if (writing) store->open(dir);
-    else store->open_existing(dir);
-    return std::make_unique<CheckpointManager>(store, *kernels_, role);
-  };
-  std::vector<int64_t> committed, source_steps;
-  if (!cfg_.checkpoint.dir.empty()) {
-    checkpoints_ = open_manager(cfg_.checkpoint.dir, true);
-    committed = checkpoints_->committed_steps();
-  }
-  std::unique_ptr<CheckpointManager> source;
-  if (elsewhere) {
-    source = open_manager(cfg_.checkpoint.resume_from, false);
-    source_steps = source->committed_steps();
-  }
-  const auto resume = resume_point(cfg_, committed, source_steps);
-  if (!resume) return 0;
-  CheckpointManager& from = source ? *source : *checkpoints_;
-  const std::string where = fmt::format("{} step {}", resume->dir, resume->step);
-  const nlohmann::json saved = nlohmann::json::parse(from.metadata(resume->step), nullptr, false);
-  // Checked before any rank starts (prepare_checkpoint_folder) for ptdp-host's own ranks; again
-  // here for ranks an external launcher started.
-  check_resumed_model(cfg_, saved, where);
-  try {
-    check_resumed_tokenizer(saved, tokenizer_, where);
-    // Batches are drawn over the files in order: other files mean other batches from here on.
-    // (eval scores other data on purpose.)
-    if (id_.rank == 0 && options_.eval_batches == 0 && saved.contains("data") && !data_record_.is_null())
-      if (const std::string change = data_change(saved["data"], data_record_); !change.empty())
-        spdlog::warn("resume: the data differ from those of step {}: {}; the batches from here on are not the ones "
-                     "the first run would have drawn",
-                     resume->step, change);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: its metadata is damaged: {}", where, json_reason(e.what())));
-  }
-  // A refusal names the folder, whether or not the store's own message does.
-  auto naming_the_folder = [&](const auto& load) {
-    try {
-      load();
-    } catch (const Error& e) {
-      if (std::string(e.what()).find(resume->dir) != std::string::npos) throw;
-      throw Error(fmt::format("{}: {}", where, e.what()));
-    }
-  };
-  naming_the_folder([&] { from.check(resume->step, optimizer_->whole_params()); });
-  naming_the_folder([&] {
-    optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) { from.read(resume->step, params); });
-  });
-  if (fp8_ && fp8_->delayed()) {
-    std::vector<std::string> names;
-    for (const HostStateTensor& t : fp8_->history()) names.push_back(t.name);
-    const std::vector<HostStateTensor> saved_history = from.read_state(resume->step, names);
-    if (saved_history.size() < names.size() && me_.dp == 0 && me_.tp == 0)
-      spdlog::warn("resume: {} step {} holds the FP8 amax history of {} of this stage's {} FP8 blocks; the others start "
-                   "with none (scale 1), as in a run's first step",
-                   resume->dir, resume->step, saved_history.size(), names.size());
-    fp8_->load_history(saved_history);
-  }
-  if (scaler_) {
-    if (saved.contains("loss_scale"))
-      scaler_->restore(loss_scale_from_json(saved["loss_scale"], where));
-    else if (id_.rank == 0)
-      spdlog::warn("resume: {} holds no loss scale (it was saved without fp16); the scale starts from "
-                   "precision.loss_scale_initial = {}",
-                   where, cfg_.precision.loss_scale_initial);
-  }
-  if (id_.rank == 0) spdlog::info("resumed from {} at step {}", resume->dir, resume->step);
-  const nlohmann::json saved_schedule = saved.value("schedule", nlohmann::json());
-  ResumedSchedule resumed = resume_schedule(cfg_, saved_schedule, resume->step);
-  schedule_ = resumed.schedule;
-  if (id_.rank == 0)
-    for (const std::string& change : resumed.changes) spdlog::warn("resume: {}", change);
-  return resume->step;
-}
 
 void RankTrainer::save_checkpoint(int64_t completed_steps) {
   nlohmann::json metadata = {
       {"step", completed_steps},
       {"manifest", cfg_.source},
-      {"layout", {{"pipeline", topology_.pipeline()}, {"tensor", topology_.tensor()}, {"data", topology_.data()},
+      {"layout", {{"pipeline", rank_.topology.pipeline()}, {"tensor", rank_.topology.tensor()}, {"data", rank_.topology.data()},
                   {"virtual_stages", cfg_.parallel.virtual_stages}}},
       {"model", {{"layers", cfg_.model.layers}, {"hidden", cfg_.model.hidden}, {"heads", cfg_.model.heads},
                  {"seq_len", cfg_.model.seq_len}, {"vocab", cfg_.model.vocab}}},
       {"config", run_config_json(cfg_)},
-      {"schedule", schedule_record(schedule_)}};
-  if (tokenizer_) metadata["tokenizer"] = tokenizer_->json();
-  if (!data_record_.is_null()) metadata["data"] = data_record_;
-  if (scaler_)
+      {"schedule", schedule_record(rank_.lr_schedule)}};
+  if (rank_.tokenizer) metadata["tokenizer"] = rank_.tokenizer->json();
+  if (!rank_.data_record.is_null()) metadata["data"] = rank_.data_record;
+  if (rank_.scaler)
     metadata["loss_scale"] =
-        loss_scale_json(scale_to_save_.first == completed_steps ? scale_to_save_.second : scaler_->state());
-  optimizer_->for_each_whole([&](const std::vector<ParamRef>& params) { checkpoints_->write(completed_steps, params); });
-  if (fp8_)
-    checkpoints_->write_state(completed_steps, history_to_save_.first == completed_steps ? history_to_save_.second
-                                                                                        : fp8_->history());
-  checkpoints_->commit(completed_steps, metadata.dump(), [this] { world_->barrier(); });
+        loss_scale_json(scale_to_save_.first == completed_steps ? scale_to_save_.second : rank_.scaler->state());
+  rank_.optimizer->for_each_whole([&](const std::vector<ParamRef>& params) { rank_.checkpoints->write(completed_steps, params); });
+  if (rank_.fp8)
+    rank_.checkpoints->write_state(completed_steps, history_to_save_.first == completed_steps ? history_to_save_.second
+                                                                                        : rank_.fp8->history());
+  rank_.checkpoints->commit(completed_steps, metadata.dump(), [this] { rank_.world->barrier(); });
   if (id_.rank != 0) return;
   spdlog::info("checkpoint of step {} committed to {}", completed_steps, cfg_.checkpoint.dir);
-  const std::vector<int64_t> removed = checkpoints_->keep_newest(cfg_.checkpoint.keep);
+  const std::vector<int64_t> removed = rank_.checkpoints->keep_newest(cfg_.checkpoint.keep);
   if (!removed.empty())
     spdlog::info("checkpoint.keep = {}: deleted step{} {}", cfg_.checkpoint.keep, removed.size() > 1 ? "s" : "",
                  step_list(removed));
-}
-
-void RankTrainer::load_plugins() {
-  const auto& comm_info = registry_.load(cfg_.plugins.communicator, PluginKind::Communicator, "communicator");
-  const auto& kernels_info = registry_.load(cfg_.plugins.kernels, PluginKind::LayerKernels, "kernels");
-  const auto& sched_info = registry_.load(cfg_.plugins.scheduler, PluginKind::Scheduler, "scheduler");
-  world_ = create_plugin<Communicator>(comm_info, cfg_.plugins.options.at("communicator"), place());
-  kernels_ = create_plugin<LayerKernels>(kernels_info, cfg_.plugins.options.at("kernels"), place());
-  blocks_write_first_gradients_ = blocks_write_first_gradients(kernels_info.descriptor->abi_minor);
-  scheduler_ = create_plugin<Scheduler>(sched_info, cfg_.plugins.options.at("scheduler"), place());
-  check_kernels_precision(cfg_, kernels_info.descriptor->abi_minor, *kernels_);
-  // Whether the communicator moves the kernels' memory was checked before this rank started
-  // (check_manifest_plugins, which every caller of train_rank runs first).
-}
-
-Device RankTrainer::place_this_rank() const {
-  PlacementRequest request;
-  request.kind = kernels_->device().kind;
-  request.devices_visible = kernels_->device_count();
-  request.local_rank = id_.local_rank;
-  request.local_world_size = id_.local_world_size;
-  request.ranks_per_gpu = cfg_.launch.ranks_per_gpu;
-  request.kernels = cfg_.plugins.kernels;
-  request.communicator = cfg_.plugins.communicator;
-  request.comm_capabilities = world_->capabilities();
-  return place_rank(request);
-}
-
-void RankTrainer::bind_streams() {
-  // Transfers and collectives of device memory are ordered with the kernels that produce and
-  // consume it: every group enqueues on the kernels' stream.
-  void* stream = kernels_->stream();
-  for (Communicator* c : {groups_.world.get(), groups_.tensor.get(), groups_.data.get(), groups_.pipeline.get(),
-                          groups_.model.get(), groups_.embedding.get()})
-    if (c) c->bind_stream(stream);
-}
-
-void RankTrainer::build_model() {
-  const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages;
-  KernelsBinding binding;
-  binding.model = model_spec(cfg_);
-  binding.tp_rank = me_.tp;
-  binding.tp_size = topology_.tensor();
-  binding.tp = groups_.tensor.get();
-  binding.device_index = device_.index;
-  binding.fp8 = fp8_recipe_of(cfg_);
-  binding.working = working_type_of(cfg_);
-  kernels_->bind(binding);
-  const int every = cfg_.parallel.recompute == "full" ? cfg_.parallel.recompute_every : 0;
-  for (int c = 0; c < v; ++c) {
-    const ChunkLayout layout = chunk_layout(cfg_.model.layers, p, v, me_.pp, c);
-    EmbeddingLayer* tied = (layout.has_head && !chunks_.empty()) ? chunks_.front()->embedding() : nullptr;
-    chunks_.push_back(std::make_unique<ModelChunk>(*kernels_, layout, binding.model, every, tied));
-  }
-  // Each chunk's parameters move into its buffers; the tied word embedding's gradient gets a
-  // bucket of its own where the embedding group sums it at the flush.
-  std::vector<ParamRef> placed;
-  for (auto& chunk : chunks_) {
-    buffers_.emplace_back(*kernels_, chunk->parameters(), chunk->parameter_layers(), groups_.embedding != nullptr,
-                          cfg_.parallel.bucket_elements, topology_.data(), !cfg_.parallel.distributed_optimizer);
-    placed.insert(placed.end(), buffers_.back().params().begin(), buffers_.back().params().end());
-  }
-  kernels_->place_parameters(placed);
-  if (binding.fp8.enabled) {
-    std::vector<std::pair<int, TransformerBlock*>> blocks;
-    for (const auto& chunk : chunks_)
-      for (const auto& block : chunk->blocks()) blocks.push_back(block);
-    fp8_ = std::make_unique<Fp8ScalingState>(*kernels_, binding.fp8, cfg_.model.layers, blocks);
-  }
-  if (cfg_.precision.fp16()) scaler_ = std::make_unique<LossScaler>(cfg_.precision);
-  optimizer_ = std::make_unique<OptimizerState>(*kernels_, groups_, buffers_, cfg_.parallel.distributed_optimizer);
-  if (id_.rank == 0) {
-    int64_t gradients = 0;
-    for (const ChunkBuffers& b : buffers_) gradients += b.layout().size * static_cast<int64_t>(sizeof(float));
-    auto size = [](int64_t bytes) { return fmt::format("{} ({} bytes)", byte_size(bytes), bytes); };
-    spdlog::info("rank 0 holds fp32 master weights {}, gradients {}, Adam moments {}{}", size(optimizer_->master_bytes()),
-                 size(gradients), size(optimizer_->moment_bytes()),
-                 optimizer_->distributed()
-                     ? fmt::format(" (master weights and moments: its 1/{} shard, distributed optimizer)", topology_.data())
-                     : "");
-  }
-}
-
-void RankTrainer::initialize_parameters() {
-  optimizer_->load_each_whole([&](const std::vector<ParamRef>& params) {
-    for (const ParamRef& p : params) {
-      const std::vector<float> values = initial_values(p, cfg_.run.seed, cfg_.model.layers, cfg_.model.vocab);
-      kernels_->copy_from_host(p.master, values.data());
-    }
-  });
 }
 
 double RankTrainer::step_loss(const Tensor& losses, int microbatches) {
   // The last stage holds the losses; average over microbatches and data-parallel replicas, then
   // hand the value to every stage of the pipeline.
   double loss = 0;
-  if (me_.pp == topology_.pipeline() - 1) {
+  if (rank_.me.pp == rank_.topology.pipeline() - 1) {
     std::vector<float> host(static_cast<size_t>(microbatches));
-    kernels_->copy_to_host(host.data(), losses);
+    rank_.kernels->copy_to_host(host.data(), losses);
     for (float l : host) loss += l;
     loss /= microbatches;
-    loss = all_reduce_scalar(*kernels_, *groups_.data, loss, ReduceOp::Sum) / topology_.data();
+    loss = all_reduce_scalar(*rank_.kernels, *rank_.groups.data, loss, ReduceOp::Sum) / rank_.topology.data();
   }
-  if (topology_.pipeline() > 1) {
+  if (rank_.topology.pipeline() > 1) {
     float v = static_cast<float>(loss);
-    OwnedTensor buffer = kernels_->allocate({1}, DType::F32);
-    kernels_->copy_from_host(buffer.view, &v);
-    groups_.pipeline->broadcast(buffer.view, topology_.pipeline() - 1);
-    kernels_->copy_to_host(&v, buffer.view);
+    OwnedTensor buffer = rank_.kernels->allocate({1}, DType::F32);
+    rank_.kernels->copy_from_host(buffer.view, &v);
+    rank_.groups.pipeline->broadcast(buffer.view, rank_.topology.pipeline() - 1);
+    rank_.kernels->copy_to_host(&v, buffer.view);
     loss = v;
   }
   return loss;
@@ -399,13 +156,13 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vecto
   const nlohmann::json mine = {{"spans", spans}, {"origin_us", timeline.origin_us()},
                                {"device", nlohmann::json::parse(device_activities_to_json(device_work))}};
   const std::string text = mine.dump();
-  store_->set(fmt::format("trace/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+  rank_.store->set(fmt::format("trace/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
   if (id_.rank != 0) return;
   ChromeTrace trace;
   for (int r = 0; r < id_.world_size; ++r) {
-    const auto bytes = store_->get(fmt::format("trace/{}", r), std::chrono::milliseconds(
+    const auto bytes = rank_.store->get(fmt::format("trace/{}", r), std::chrono::milliseconds(
                                                                    static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
-    const auto pos = topology_.position_of(r);
+    const auto pos = rank_.topology.position_of(r);
     trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
     const auto rank = nlohmann::json::parse(bytes.begin(), bytes.end());
     // Thread 0: the ops; 1: the data-parallel reduction lane; 2 on: the device's streams.
@@ -426,118 +183,69 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vecto
 
 void RankTrainer::report_profile(const std::vector<DeviceActivity>& device_work,
                                  const std::vector<ProfileWindow>& windows) {
-  const ProfileReport report = build_profile_report(device_work, profiler_->take_samples(), windows,
-                                                    model_work(cfg_, id_.world_size), profiler_->peaks());
-  const auto pos = topology_.position_of(id_.rank);
+  const ProfileReport report = build_profile_report(device_work, rank_.profiler->take_samples(), windows,
+                                                    model_work(cfg_, id_.world_size), rank_.profiler->peaks());
+  const auto pos = rank_.topology.position_of(id_.rank);
   const std::string text =
       format_profile_report(report, fmt::format("rank {} (pp {}, dp {}, tp {})", id_.rank, pos.pp, pos.dp, pos.tp));
-  store_->set(fmt::format("profile/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+  rank_.store->set(fmt::format("profile/{}", id_.rank), std::vector<uint8_t>(text.begin(), text.end()));
   if (id_.rank != 0) return;
   for (int r = 0; r < id_.world_size; ++r) {
-    const auto bytes = store_->get(fmt::format("profile/{}", r), std::chrono::milliseconds(
+    const auto bytes = rank_.store->get(fmt::format("profile/{}", r), std::chrono::milliseconds(
                                                                      static_cast<int64_t>(cfg_.launch.timeout_s * 1000)));
     spdlog::info("{}", std::string(bytes.begin(), bytes.end()));
   }
 }
 
 TrainOutcome RankTrainer::run() {
-  const int64_t first_step = set_up();
+  const int64_t first_step = rank_.set_up();
   if (options_.use_loaded_model) {
-    PTDP_CHECK(id_.world_size == 1 && chunks_.size() == 1, "a loaded model is handed over on one rank only");
-    options_.use_loaded_model(*kernels_, *chunks_.front(), model_spec(cfg_));
+    PTDP_CHECK(id_.world_size == 1 && rank_.chunks.size() == 1, "a loaded model is handed over on one rank only");
+    options_.use_loaded_model(*rank_.kernels, *rank_.chunks.front(), rank_.model);
     return TrainOutcome::Finished;
   }
   prepare_steps(first_step);
   // With eval_batches the run only evaluates the model it loaded.
   if (options_.eval_batches > 0) evaluate();
   else if (train(first_step) == TrainOutcome::StoppedBySignal) return TrainOutcome::StoppedBySignal;
-  world_->barrier();
+  rank_.world->barrier();
   return TrainOutcome::Finished;
-}
-
-int64_t RankTrainer::set_up() {
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.launch.timeout_s * 1000));
-  store_ = std::make_unique<TcpStore>(id_.master_addr, id_.master_port, id_.rank, id_.world_size, timeout);
-  load_plugins();
-  device_ = place_this_rank();
-  // Before the device is first used, so that the profiler sees every kernel of the process.
-  if (options_.profile)
-    profiler_ = open_device_profiler(PluginRegistry::default_search_path(cfg_.plugins.search_path), device_,
-                                     cfg_.plugins.kernels);
-  join_world();
-  build_model();
-  bind_streams();
-  initialize_parameters();
-  // A loaded model handed to the caller (sample) reads no data.
-  if (!options_.use_loaded_model) open_data();
-  return open_checkpoints();
-}
-
-CommInit RankTrainer::world_init() const {
-  CommInit init;
-  init.rank = id_.rank;
-  init.size = id_.world_size;
-  init.store = store_.get();
-  init.key_prefix = "world";
-  init.timeout_s = cfg_.launch.timeout_s;
-  init.device = device_;
-  return init;
-}
-
-void RankTrainer::join_world() {
-  world_->init(world_init());
-  groups_ = build_parallel_groups(world_, topology_);
-}
-
-void RankTrainer::open_reduction_lane() {
-  if (topology_.data() == 1) return;
-  const auto& info = registry_.load(cfg_.plugins.communicator, PluginKind::Communicator, "communicator");
-  CommInit init = world_init();
-  init.key_prefix = "reduction-lane";
-  lane_ = std::make_unique<ReductionLane>(create_plugin<Communicator>(info, cfg_.plugins.options.at("communicator"), place()),
-                                          init, topology_, *kernels_);
-}
-
-void RankTrainer::open_data() {
-  data_.emplace(RunData::open(cfg_));
-  tokenizer_ = run_tokenizer(cfg_, *data_);
-  data_record_ = data_->record();
 }
 
 void RankTrainer::prepare_steps(int64_t first_step) {
   const int p = cfg_.parallel.pipeline, v = cfg_.parallel.virtual_stages, m = cfg_.parallel.microbatches();
   const ScheduleShape shape{p, v, m};
-  const PipelineSchedule schedule = plan_schedule(*scheduler_, shape);
+  const PipelineSchedule schedule = plan_schedule(*rank_.scheduler, shape);
   if (id_.rank == 0)
     spdlog::info("schedule {} verified: p={} v={} m={}, bubble (p-1)/(v*m) = {:.4f}, peak activations on stage 0: {}",
                  cfg_.plugins.scheduler, p, v, m, formula_bubble_fraction(shape), schedule.report.peak_activations.at(0));
-  training_stream_ = schedule.streams.at(me_.pp);
-  forward_only_stream_ = verified_forward_only_streams(shape).at(me_.pp);
+  training_stream_ = schedule.streams.at(rank_.me.pp);
+  forward_only_stream_ = verified_forward_only_streams(shape).at(rank_.me.pp);
 
-  training_batches_.emplace(data_->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
+  training_batches_.emplace(rank_.data->training(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
   if (cfg_.data.val_every > 0)
-    validation_batches_.emplace(data_->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
+    validation_batches_.emplace(rank_.data->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
 
-  executor_.emplace(*kernels_, groups_, topology_, m, cfg_.parallel.scatter_gather, chunks_, model_spec(cfg_),
-                    cfg_.parallel.global_batch / topology_.data(), blocks_write_first_gradients_);
-  timeline_.emplace(*kernels_, /*wait_for_device=*/!profiler_);
-  losses_ = kernels_->allocate({m}, DType::F32);
-  loss_scale_ = 1.0f / static_cast<float>(m * topology_.data());
+  executor_.emplace(*rank_.kernels, rank_.groups, rank_.topology, m, cfg_.parallel.scatter_gather, rank_.chunks, rank_.model,
+                    cfg_.parallel.global_batch / rank_.topology.data(), rank_.kernels_write_first_gradients);
+  timeline_.emplace(*rank_.kernels, /*wait_for_device=*/!rank_.profiler);
+  losses_ = rank_.kernels->allocate({m}, DType::F32);
+  loss_scale_ = 1.0f / static_cast<float>(m * rank_.topology.data());
   if (id_.rank == 0 && !options_.metrics_path.empty()) {
     metrics_ = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
-    metrics_->write_header(make_run_header(cfg_, registry_, device_));
+    metrics_->write_header(make_run_header(cfg_, rank_.registry, rank_.device));
   }
   if (options_.eval_batches > 0) return;  // evaluation computes no gradients
-  open_reduction_lane();
+  rank_.open_reduction_lane();
   std::vector<std::vector<Tensor>> zeroed;
-  for (size_t c = 0; c < chunks_.size(); ++c)
-    zeroed.push_back(gradients_to_zero(buffers_[c], chunks_[c]->layout(), blocks_write_first_gradients_));
-  reducer_.emplace(*kernels_, groups_, buffers_, std::move(zeroed), optimizer_->distributed(), lane_.get(),
+  for (size_t c = 0; c < rank_.chunks.size(); ++c)
+    zeroed.push_back(gradients_to_zero(rank_.buffers[c], rank_.chunks[c]->layout(), rank_.kernels_write_first_gradients));
+  reducer_.emplace(*rank_.kernels, rank_.groups, rank_.buffers, std::move(zeroed), rank_.optimizer->distributed(), rank_.lane.get(),
                    *timeline_);
   executor_->on_gradients_final([this](int chunk, int layer) { reducer_->layer_final(chunk, layer); });
-  if (lane_ && optimizer_->distributed() && cfg_.parallel.overlap_param_gather) {
-    optimizer_->gather_on_lane(*lane_, *timeline_);
-    executor_->on_layer_starting([this](int chunk, int layer) { optimizer_->weights_needed(chunk, layer); });
+  if (rank_.lane && rank_.optimizer->distributed() && cfg_.parallel.overlap_param_gather) {
+    rank_.optimizer->gather_on_lane(*rank_.lane, *timeline_);
+    executor_->on_layer_starting([this](int chunk, int layer) { rank_.optimizer->weights_needed(chunk, layer); });
   }
 }
 
@@ -561,14 +269,14 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     const auto step_start = std::chrono::steady_clock::now();
     const bool traced = step >= trace_begin && step < trace_end;
     timeline_->set_enabled(tracing && traced);
-    const bool profiled = profiler_ && traced;
-    if (profiler_ && step == profile_from) profiler_->start();
+    const bool profiled = rank_.profiler && traced;
+    if (rank_.profiler && step == profile_from) rank_.profiler->start();
     if (profiled) profiled_steps.push_back({steady_us(step_start), 0});
     // Under fp16 the head's backward also multiplies by the loss scale S: S/(m·d).
-    const float loss_scale = loss_scale_ * (scaler_ ? scaler_->scale() : 1.0f);
+    const float loss_scale = loss_scale_ * (rank_.scaler ? rank_.scaler->scale() : 1.0f);
     StepMetrics sm = train_step({step, training_stream_, *training_batches_, losses_.view, loss_scale, true, *timeline_});
     if (profiled) profiled_steps.back().end_us = steady_us(std::chrono::steady_clock::now());
-    if (profiled && step == trace_end - 1) profiler_->stop();  // train_step waited for the device
+    if (profiled && step == trace_end - 1) rank_.profiler->stop();  // train_step waited for the device
     if (!std::isfinite(sm.loss))
       throw Error(fmt::format("step {}: loss is {}; stopping, and this step is not saved", step + 1, sm.loss));
     const auto now = std::chrono::steady_clock::now();
@@ -578,45 +286,45 @@ TrainOutcome RankTrainer::train(int64_t first_step) {
     sm.tflops_per_gpu = flops / sm.step_time_s / id_.world_size / 1e12;
     sm.val_loss = validation_loss(step + 1);
     record_step(sm);
-    if (step == trace_end - 1 && (tracing || profiler_)) {
+    if (step == trace_end - 1 && (tracing || rank_.profiler)) {
       const std::vector<DeviceActivity> device_work =
-          profiler_ ? activities_in(profiler_->take_activities(), profiled_steps) : std::vector<DeviceActivity>{};
-      if (profiler_) report_profile(device_work, profiled_steps);
+          rank_.profiler ? activities_in(rank_.profiler->take_activities(), profiled_steps) : std::vector<DeviceActivity>{};
+      if (rank_.profiler) report_profile(device_work, profiled_steps);
       if (tracing) write_trace(*timeline_, device_work);
     }
     checkpoint_when_due(step + 1);
     const int stop = step + 1 < cfg_.run.steps ? stop_requested() : 0;
     if (stop != 0) {
-      if (checkpoints_) save_after_a_forward(step + 1);
-      optimizer_->take_all_weights();
+      if (rank_.checkpoints) save_after_a_forward(step + 1);
+      rank_.optimizer->take_all_weights();
       if (id_.rank == 0)
         spdlog::warn("stopped by {} after step {}/{}: {}", signal_name(stop), step + 1, cfg_.run.steps,
-                     checkpoints_ ? "a resume continues from its checkpoint"
+                     rank_.checkpoints ? "a resume continues from its checkpoint"
                                   : "no checkpoint.dir, so nothing was saved");
-      world_->barrier();
+      rank_.world->barrier();
       return TrainOutcome::StoppedBySignal;
     }
   }
-  optimizer_->take_all_weights();  // the trained weights, in the backend, before the run ends
+  rank_.optimizer->take_all_weights();  // the trained weights, in the backend, before the run ends
   return TrainOutcome::Finished;
 }
 
 StepMetrics RankTrainer::train_step(const StepContext& step) {
-  reducer_->begin_step(!optimizer_->weights_pending());
-  if (fp8_) fp8_->begin_step();
+  reducer_->begin_step(!rank_.optimizer->weights_pending());
+  if (rank_.fp8) rank_.fp8->begin_step();
   executor_->run(step);
   reducer_->finish();
-  if (fp8_ && fp8_->delayed()) {
+  if (rank_.fp8 && rank_.fp8->delayed()) {
     // The step due to be saved is saved below, once these gradients prove it sound: with the
     // history it ended with, not the one this step is about to extend.
-    if (unverified_save_) history_to_save_ = {*unverified_save_, fp8_->history()};
+    if (unverified_save_) history_to_save_ = {*unverified_save_, rank_.fp8->history()};
     finish_fp8_step(step.step);
   }
   AdamStep adam;
   step.timeline.span("grad norm", "collective",
-                     [&] { adam.grad_sum_squares = optimizer_->grad_sum_squares(me_, topology_.pipeline()); });
+                     [&] { adam.grad_sum_squares = rank_.optimizer->grad_sum_squares(rank_.me, rank_.topology.pipeline()); });
   adam.step = step.step + 1;
-  adam.lr = static_cast<float>(learning_rate(schedule_, step.step, schedule_.decay_steps));
+  adam.lr = static_cast<float>(learning_rate(rank_.lr_schedule, step.step, rank_.lr_schedule.decay_steps));
   adam.beta1 = static_cast<float>(cfg_.optimizer.beta1);
   adam.beta2 = static_cast<float>(cfg_.optimizer.beta2);
   adam.eps = static_cast<float>(cfg_.optimizer.eps);
@@ -626,11 +334,11 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
   adam.max_grad_norm = static_cast<float>(std::max(0.0, cfg_.optimizer.grad_clip));
   // Under fp16 the gradients carry the loss scale, which Adam divides out; the norm the host
   // reads is the sum's root over it, the true gradients' norm.
-  adam.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
-  auto read_grad_norm = [&] { return optimizer_->read_grad_norm() / adam.loss_scale; };
+  adam.loss_scale = rank_.scaler ? rank_.scaler->scale() : 1.0f;
+  auto read_grad_norm = [&] { return rank_.optimizer->read_grad_norm() / adam.loss_scale; };
   auto refuse_non_finite = [&](double grad_norm) {
     if (std::isfinite(grad_norm)) return;
-    const std::string amax = fp8_ ? fp8_->first_non_finite_amax() : "";
+    const std::string amax = rank_.fp8 ? rank_.fp8->first_non_finite_amax() : "";
     throw Error(fmt::format("step {}: gradient norm is {}{}; stopping before the weights are corrupted{}", step.step + 1,
                             grad_norm, amax.empty() ? "" : ", and the FP8 amax of " + amax + " is not finite",
                             unsaved_note(unverified_save_)));
@@ -642,32 +350,32 @@ StepMetrics RankTrainer::train_step(const StepContext& step) {
     // the step due to be saved, and the save waits for a step whose gradients are finite (or is
     // superseded by the next step due, which holds the same weights).
     const double norm = read_grad_norm();
-    if (!scaler_ || std::isfinite(norm)) {
+    if (!rank_.scaler || std::isfinite(norm)) {
       refuse_non_finite(norm);
       save_checkpoint(*unverified_save_);
       unverified_save_.reset();
     }
   }
-  step.timeline.span("optimizer step", "optimizer", [&] { optimizer_->step(adam); });
+  step.timeline.span("optimizer step", "optimizer", [&] { rank_.optimizer->step(adam); });
   StepMetrics sm;
   sm.step = step.step + 1;
   sm.loss = step_loss(step.losses, cfg_.parallel.microbatches());
   const double grad_norm = read_grad_norm();
   // A norm that is not finite left everything as it was: under fp16 the step is skipped, else
   // the run stops.
-  if (scaler_) update_loss_scale(!std::isfinite(grad_norm), sm);
+  if (rank_.scaler) update_loss_scale(!std::isfinite(grad_norm), sm);
   else refuse_non_finite(grad_norm);
   sm.grad_norm = grad_norm;
   sm.lr = adam.lr;
-  kernels_->synchronize();
+  rank_.kernels->synchronize();
   return sm;
 }
 
 void RankTrainer::finish_fp8_step(int64_t step) {
   // Every rank learns whether any stage met a non-finite amax, so that all stop at this step,
   // before the optimizer step, with the weights and the amax history as they were.
-  const std::string non_finite = fp8_->finish_step(groups_);
-  const double anywhere = all_reduce_scalar(*kernels_, *world_, non_finite.empty() ? 0.0 : 1.0, ReduceOp::Max);
+  const std::string non_finite = rank_.fp8->finish_step(rank_.groups);
+  const double anywhere = all_reduce_scalar(*rank_.kernels, *rank_.world, non_finite.empty() ? 0.0 : 1.0, ReduceOp::Max);
   if (anywhere == 0) return;
   throw Error(fmt::format("step {}: {}; stopping before the weights are corrupted{}", step + 1,
                           non_finite.empty() ? "an FP8 amax on another rank is not finite"
@@ -676,14 +384,14 @@ void RankTrainer::finish_fp8_step(int64_t step) {
 }
 
 void RankTrainer::update_loss_scale(bool overflow, StepMetrics& sm) {
-  const LossScaleUpdate update = scaler_->update(overflow);
+  const LossScaleUpdate update = rank_.scaler->update(overflow);
   if (update.below_minimum)
     throw Error(below_minimum_error(sm.step, update, cfg_.precision.loss_scale_min) + unsaved_note(unverified_save_));
   if (update.skipped && id_.rank == 0)
     spdlog::info("{}", overflow_line(sm.step, update, cfg_.precision.loss_scale_hysteresis));
   sm.loss_scale = update.scale_before;
   sm.skipped = update.skipped;
-  sm.steps_skipped = scaler_->state().skipped_steps;
+  sm.steps_skipped = rank_.scaler->state().skipped_steps;
 }
 
 void RankTrainer::record_step(const StepMetrics& sm) {
@@ -710,20 +418,20 @@ double RankTrainer::forward_loss(const BatchSampler& batches, int count) {
 
 void RankTrainer::evaluate() {
   // The whole file, not a split of it: what `ptdp-host eval` measures.
-  const BatchSampler whole = data_->everything(cfg_.model.seq_len, cfg_.run.seed);
+  const BatchSampler whole = rank_.data->everything(cfg_.model.seq_len, cfg_.run.seed);
   const double loss = forward_loss(whole, options_.eval_batches);
   if (!std::isfinite(loss))
     throw Error(fmt::format("eval {}: the loss is {}: the model's weights give no finite loss (a diverged step?)",
-                            data_->train.front().corpus.name(), loss));
+                            rank_.data->train.front().corpus.name(), loss));
   if (id_.rank == 0)
-    spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", data_->train.front().corpus.name(),
+    spdlog::info("eval {} | loss {:.6f} | perplexity {:.4f} | {} batches of {} tokens", rank_.data->train.front().corpus.name(),
                  loss, std::exp(loss), options_.eval_batches,
                  static_cast<int64_t>(cfg_.parallel.global_batch) * cfg_.model.seq_len);
 }
 
 void RankTrainer::checkpoint_when_due(int64_t completed_steps) {
   const bool last = completed_steps == cfg_.run.steps;
-  if (!checkpoints_ || cfg_.checkpoint.every <= 0 || (completed_steps % cfg_.checkpoint.every != 0 && !last)) return;
+  if (!rank_.checkpoints || cfg_.checkpoint.every <= 0 || (completed_steps % cfg_.checkpoint.every != 0 && !last)) return;
   // A step is saved once the next one has shown its weights give finite gradients, so a
   // diverged model never becomes the newest checkpoint; the last step has no next one.
   if (last) {
@@ -731,7 +439,7 @@ void RankTrainer::checkpoint_when_due(int64_t completed_steps) {
     return;
   }
   unverified_save_ = completed_steps;
-  if (scaler_) scale_to_save_ = {completed_steps, scaler_->state()};
+  if (rank_.scaler) scale_to_save_ = {completed_steps, rank_.scaler->state()};
 }
 
 void RankTrainer::save_after_a_forward(int64_t completed_steps) {
@@ -748,7 +456,7 @@ int RankTrainer::stop_requested() {
   // training would wait forever for the ones saving. The signal itself travels too, so that rank 0
   // names it when another rank got it (SIGTERM sent to one rank).
   const double here = StopSignal::received();
-  return static_cast<int>(all_reduce_scalar(*kernels_, *world_, here, ReduceOp::Max));
+  return static_cast<int>(all_reduce_scalar(*rank_.kernels, *rank_.world, here, ReduceOp::Max));
 }
 
 }  // namespace
