@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "plugin/plugin_registry.hpp"
+#include "ptdp/device_profiler.hpp"
 #include "ptdp/sdk.hpp"
 
 namespace ptdp {
@@ -45,6 +46,10 @@ struct PluginKindOf<Scheduler> {
 template <>
 struct PluginKindOf<CheckpointStore> {
   static constexpr PluginKind value = PluginKind::CheckpointStore;
+};
+template <>
+struct PluginKindOf<DeviceProfiler> {
+  static constexpr PluginKind value = PluginKind::DeviceProfiler;
 };
 
 // create_plugin_object() as the interface of the plugin's kind (refused if the kinds differ).

@@ -73,7 +73,7 @@ std::string descriptor_problem(const PluginDescriptor* d) {
     return "ABI mismatch: descriptor is " + std::to_string(d->struct_size) +
            " bytes, host (ABI " + host_abi + ") needs at least " +
            std::to_string(sizeof(PluginDescriptor));
-  if (d->kind < PluginKind::Communicator || d->kind > PluginKind::CheckpointStore)
+  if (d->kind < PluginKind::Communicator || d->kind > PluginKind::DeviceProfiler)
     return "unknown plugin kind " + std::to_string(static_cast<uint32_t>(d->kind));
   // CheckpointStore gained open_existing, remove_step, discard_unfinished and available_bytes in 1.1; an older
   // store's objects have no such functions, so calling them would jump through a missing slot.

@@ -1,12 +1,12 @@
 #include "profile/device_profiler_library.hpp"
 
-#include <dlfcn.h>
-
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include <ptdp/error.hpp>
+
+#include "plugin/plugin_factory.hpp"
 
 namespace ptdp {
 
@@ -17,7 +17,7 @@ void check_profilable(MemoryKind kind, const std::string& kernels) {
                             kernels));
 }
 
-std::unique_ptr<DeviceProfiler> open_device_profiler(const std::vector<std::string>& search_path, const Device& device,
+std::shared_ptr<DeviceProfiler> open_device_profiler(const std::vector<std::string>& search_path, const Device& device,
                                                      const std::string& kernels) {
   check_profilable(device.kind, kernels);
   std::string looked;
@@ -25,12 +25,13 @@ std::unique_ptr<DeviceProfiler> open_device_profiler(const std::vector<std::stri
     const std::filesystem::path file = std::filesystem::path(dir) / "profiler" / kDeviceProfilerLibrary;
     looked += (looked.empty() ? "" : ", ") + dir;
     if (!std::filesystem::exists(file)) continue;
-    // Never closed: the profiler's callbacks stay registered with CUPTI for the process.
-    void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library) throw Error(fmt::format("--profile: cannot load {}: {}", file.string(), dlerror()));
-    auto entry = reinterpret_cast<PtdpDeviceProfilerEntryFn>(dlsym(library, PTDP_DEVICE_PROFILER_ENTRY_NAME));
-    if (!entry) throw Error(fmt::format("--profile: {} has no {}", file.string(), PTDP_DEVICE_PROFILER_ENTRY_NAME));
-    return std::unique_ptr<DeviceProfiler>(entry(device.index));
+    // Checked like every plugin (entry symbol, ABI, toolchain, kind), and never unloaded: the
+    // profiler's callbacks stay registered with CUPTI for the process.
+    PluginRegistry registry({});
+    auto profiler = create_plugin<DeviceProfiler>(registry.load(file.string(), PluginKind::DeviceProfiler, "--profile"),
+                                                  toml::table{});
+    profiler->open(device.index);
+    return profiler;
   }
   throw Error(fmt::format("--profile: profiler/{} is in no folder of the plugin search path ({}); it is built "
                           "only where CUDA and CUPTI are found (cmake/PtdpCuda.cmake)",

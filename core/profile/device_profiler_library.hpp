@@ -19,7 +19,7 @@ inline constexpr const char* kDeviceProfilerLibrary = "libptdp-profiler-cupti.so
 void check_profilable(MemoryKind kind, const std::string& kernels);
 
 // Call before the device is first used. Runs check_profilable first.
-std::unique_ptr<DeviceProfiler> open_device_profiler(const std::vector<std::string>& search_path, const Device& device,
+std::shared_ptr<DeviceProfiler> open_device_profiler(const std::vector<std::string>& search_path, const Device& device,
                                                      const std::string& kernels);
 
 }  // namespace ptdp

@@ -17,6 +17,7 @@
 #include <ptdp/checked_call_cupti.hpp>
 #include <ptdp/device_profiler.hpp>
 #include <ptdp/error.hpp>
+#include <ptdp/plugin.hpp>
 #include <ptdp/plugin_log.hpp>
 
 #include "device_peaks.hpp"
@@ -121,13 +122,16 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 
 
 class CuptiProfiler final : public DeviceProfiler {
  public:
-  explicit CuptiProfiler(int device_index) {
+  explicit CuptiProfiler(const PluginContext&) {}
+
+  void open(int device_index) override {
     {
       std::lock_guard lock(records().mutex);
       if (records().taken) throw Error("--profile: this process already has a device profiler");
       records().taken = true;
       records().device = static_cast<uint32_t>(device_index);
     }
+    opened_ = true;
     cudaDeviceProp prop{};
     PTDP_CALL(cudaGetDeviceProperties(&prop, device_index));
     char bus[64] = {};
@@ -158,6 +162,7 @@ class CuptiProfiler final : public DeviceProfiler {
       // The profiler has no host log: standard error.
       PluginLog().write_failures("--profile: stopping the recording", failures);
     }
+    if (!opened_) return;
     std::lock_guard lock(records().mutex);
     records().taken = false;
   }
@@ -191,12 +196,12 @@ class CuptiProfiler final : public DeviceProfiler {
  private:
   std::unique_ptr<NvmlSampler> nvml_;
   DevicePeaks peaks_;
+  bool opened_ = false;  // this object holds the process's CUPTI records
   bool recording_ = false;
 };
 
 }  // namespace
 }  // namespace ptdp::cupti
 
-extern "C" __attribute__((visibility("default"))) ptdp::DeviceProfiler* ptdp_device_profiler_v1(int device_index) {
-  return new ptdp::cupti::CuptiProfiler(device_index);
-}
+PTDP_PLUGIN_NO_CONFIG(ptdp::PluginKind::DeviceProfiler, ptdp::DeviceProfiler, ptdp::cupti::CuptiProfiler,
+                      "profiler-cupti", "1.0.0")

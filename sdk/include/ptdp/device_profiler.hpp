@@ -1,9 +1,10 @@
 #pragma once
-// DeviceProfiler: what `ptdp-host run --profile` asks of an optional library built beside the
-// plugins (libptdp-profiler-cupti.so, only where CUDA is): every kernel, copy and memset this
-// process runs on its device, and the device's SM clock and power while recording. The core
-// loads it only for --profile and only when the kernels compute on a GPU, so it never needs CUDA
-// itself; docs/profiling.md says what the core makes of the records.
+// DeviceProfiler: what `ptdp-host run --profile` asks of a plugin of kind PluginKind::DeviceProfiler
+// (profiler-cupti, built only where CUDA is, into the plugin folder's profiler/): every kernel,
+// copy and memset this process runs on its device, and the device's SM clock and power while
+// recording. The core loads it through the plugin registry only for --profile and only when the
+// kernels compute on a GPU, so it never needs CUDA itself; docs/profiling.md says what the core
+// makes of the records.
 //
 // Times are microseconds of std::chrono::steady_clock (its epoch), the clock of the host's own
 // timeline spans, so the two can be laid side by side.
@@ -43,6 +44,10 @@ struct DevicePeaks {
 class DeviceProfiler {
  public:
   virtual ~DeviceProfiler() = default;
+  // Profiles the device with this index (the CUDA runtime's numbering) from now on; throws
+  // ptdp::Error saying why it cannot. Called once, before the device is first used, so that every
+  // kernel of the process is seen.
+  virtual void open(int device_index) = 0;
   // Records from now on, until stop(). Calls alternate, starting with start().
   virtual void start() = 0;
   // Stops recording once the caller has waited for its device work; what ran before is kept.
@@ -54,11 +59,3 @@ class DeviceProfiler {
 };
 
 }  // namespace ptdp
-
-// The library's one entry point: a profiler of the device with this index (the CUDA runtime's
-// numbering), or ptdp::Error saying why there is none. Called before the device is first used,
-// so that every kernel of the process is seen.
-#define PTDP_DEVICE_PROFILER_ENTRY_NAME "ptdp_device_profiler_v1"
-extern "C" {
-using PtdpDeviceProfilerEntryFn = ptdp::DeviceProfiler* (*)(int device_index);
-}

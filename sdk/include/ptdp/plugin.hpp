@@ -46,7 +46,14 @@
 
 namespace ptdp {
 
-enum class PluginKind : uint32_t { Communicator = 1, LayerKernels = 2, Scheduler = 3, CheckpointStore = 4 };
+// DeviceProfiler is no manifest slot's: the core loads it for `run --profile` only.
+enum class PluginKind : uint32_t {
+  Communicator = 1,
+  LayerKernels = 2,
+  Scheduler = 3,
+  CheckpointStore = 4,
+  DeviceProfiler = 5,
+};
 
 inline const char* plugin_kind_name(PluginKind k) {
   switch (k) {
@@ -54,6 +61,7 @@ inline const char* plugin_kind_name(PluginKind k) {
     case PluginKind::LayerKernels: return "kernels";
     case PluginKind::Scheduler: return "scheduler";
     case PluginKind::CheckpointStore: return "checkpoint";
+    case PluginKind::DeviceProfiler: return "profiler";
   }
   return "unknown";
 }
