@@ -21,11 +21,12 @@
 
 namespace ptdp::comm_nccl {
 
-// What a communicator and the groups split from it share: the plugin's configuration and the
-// host's log, which a group may outlive (PluginLog).
+// What a communicator and the groups split from it share: the plugin's configuration (its
+// defaults are the schema's, plugin_entry.cpp) and the host's log, which a group may outlive
+// (PluginLog).
 struct CommSettings {
-  double timeout_s = 0.0;    // 0: use CommInit::timeout_s
-  bool synchronous = false;  // wait for every operation to finish before returning
+  double timeout_s;  // 0: use CommInit::timeout_s
+  bool synchronous;  // wait for every operation to finish before returning
   PluginLog log;
 
   static CommSettings from(const PluginContext& context);

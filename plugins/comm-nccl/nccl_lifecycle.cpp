@@ -14,13 +14,8 @@
 namespace ptdp::comm_nccl {
 
 CommSettings CommSettings::from(const PluginContext& context) {
-  CommSettings settings;
-  if (context.config) {
-    settings.timeout_s = context.config->get_float("timeout_s");
-    settings.synchronous = context.config->get_bool("synchronous");
-  }
-  settings.log = PluginLog(context);
-  return settings;
+  PTDP_CHECK(context.config, "comm-nccl: made without its configuration table");
+  return {context.config->get_float("timeout_s"), context.config->get_bool("synchronous"), PluginLog(context)};
 }
 
 NcclCommunicator::NcclCommunicator(const PluginContext& context)

@@ -11,13 +11,9 @@ namespace ptdp::comm_ucx {
 namespace {
 
 UcxOptions options_from(const PluginContext& context) {
-  UcxOptions options;
-  if (context.config) {
-    options.transports = context.config->get_string("transports");
-    options.timeout_s = context.config->get_float("timeout_s");
-  }
-  options.one_host = context.local_world_size >= context.world_size;
-  return options;
+  PTDP_CHECK(context.config, "comm-ucx: made without its configuration table");
+  return {context.config->get_string("transports"), context.config->get_float("timeout_s"),
+          context.local_world_size >= context.world_size};
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ void UcxWorld::create_context(const UcxOptions& options) {
     ucp_config_t* c;
     ~ConfigRelease() { ucp_config_release(c); }
   } release{config};
-  if (options.one_host && !env_set("UCX_NET_DEVICES")) ucp_config_modify(config, "NET_DEVICES", "lo");
+  if (options.one_host && !env_set("UCX_NET_DEVICES")) PTDP_CALL(ucp_config_modify(config, "NET_DEVICES", "lo"));
   if (!options.transports.empty() && ucp_config_modify(config, "TLS", options.transports.c_str()) != UCS_OK)
     throw Error("transports '" + options.transports + "' is not a valid UCX transport list");
   // Shared memory is left out of endpoints with peer failure handling unless its (keepalive
@@ -106,11 +106,11 @@ void UcxWorld::create_context(const UcxOptions& options) {
   const std::string tls = !options.transports.empty() ? options.transports : env_tls ? env_tls : "";
   if (may_use_shared_memory(tls) && !env_set("UCX_MM_ERROR_HANDLING") && !env_set("UCX_POSIX_ERROR_HANDLING") &&
       !env_set("UCX_SYSV_ERROR_HANDLING"))
-    ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+    PTDP_CALL(ucp_config_modify(config, "MM_ERROR_HANDLING", "y"));
   // A dead peer on shared memory is noticed by keepalive; make that well inside the timeout.
   if (!env_set("UCX_KEEPALIVE_INTERVAL")) {
     const double interval = std::clamp(timeout_s_ / 4, 0.5, 20.0);
-    ucp_config_modify(config, "KEEPALIVE_INTERVAL", (std::to_string(interval) + "s").c_str());
+    PTDP_CALL(ucp_config_modify(config, "KEEPALIVE_INTERVAL", (std::to_string(interval) + "s").c_str()));
   }
 
   ucp_params_t params{};

@@ -25,9 +25,11 @@
 
 namespace ptdp::comm_ucx {
 
+// The plugin's options (their defaults are the schema's, plugin_entry.cpp) and what it learns of
+// the job.
 struct UcxOptions {
   std::string transports;  // UCX_TLS syntax, e.g. "shm,tcp"; empty: UCX's own choice
-  double timeout_s = 0;    // > 0 replaces CommInit::timeout_s
+  double timeout_s;        // > 0 replaces CommInit::timeout_s
   // Every rank of the job is on this host: network transports keep to the loopback device
   // (UCX_NET_DEVICES=lo, unless the environment sets it), so nothing listens on an address other
   // machines can reach; shared memory and the GPU's transports are not network devices.
