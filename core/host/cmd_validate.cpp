@@ -13,7 +13,7 @@
 #include "data/run_data.hpp"
 #include "data/run_tokenizer.hpp"
 #include "manifest/manifest_loader.hpp"
-#include "manifest/run_summary.hpp"
+#include "run_summary.hpp"
 #include "manifest_plugins.hpp"
 
 namespace ptdp::host {

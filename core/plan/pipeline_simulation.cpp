@@ -1,5 +1,7 @@
 #include "plan/pipeline_simulation.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "plugin/plugin_factory.hpp"
@@ -26,18 +28,28 @@ double rounded(double x) {
 PipelineSimulation::PipelineSimulation(const std::vector<std::string>& plugin_search_path)
     : registry_(PluginRegistry::default_search_path(plugin_search_path)) {}
 
-std::string PipelineSimulation::scheduler_for(const ScheduleShape& shape) {
-  return shape.chunks > 1 ? "sched-interleaved" : "sched-1f1b";
+const Scheduler& PipelineSimulation::scheduler_for(const ScheduleShape& shape) {
+  if (schedulers_.empty())
+    for (const char* name : kStockSchedulers)
+      schedulers_.push_back(create_plugin<Scheduler>(registry_.load(name, PluginKind::Scheduler), toml::table{}));
+  // Each plugin knows the shapes it serves: the first that does not refuse this one plans it.
+  std::string refusals;
+  for (const auto& scheduler : schedulers_) {
+    try {
+      scheduler->stage_ops(shape, 0);
+      return *scheduler;
+    } catch (const Error& e) {
+      refusals += fmt::format("{}{}", refusals.empty() ? "" : "; ", e.what());
+    }
+  }
+  throw Error(fmt::format("no stock scheduler serves p={} v={} m={}: {}", shape.stages, shape.chunks,
+                          shape.microbatches, refusals));
 }
 
 std::shared_ptr<const std::vector<InstructionStream>> PipelineSimulation::streams(const ScheduleShape& shape) {
   for (const auto& [key, streams] : recent_streams_)
     if (key == key_of(shape)) return streams;
-  const std::string name = scheduler_for(shape);
-  auto& scheduler = schedulers_[name];
-  if (!scheduler)
-    scheduler = create_plugin<Scheduler>(registry_.load(name, PluginKind::Scheduler, "scheduler"), toml::table{});
-  PipelineSchedule schedule = plan_schedule(*scheduler, shape);
+  PipelineSchedule schedule = plan_schedule(scheduler_for(shape), shape);
   peaks_[key_of(shape)] = schedule.report.peak_activations;
   auto streams = std::make_shared<const std::vector<InstructionStream>>(std::move(schedule.streams));
   recent_streams_.emplace_front(key_of(shape), streams);

@@ -1,6 +1,6 @@
 #pragma once
-// The planner's view of a pipeline step: the stock schedulers' ops for a shape (sched-1f1b for
-// v = 1, sched-interleaved for v > 1, loaded as plugins the way a run loads them), lowered and
+// The planner's view of a pipeline step: the stock schedulers' ops for a shape (the first of
+// sched-1f1b and sched-interleaved that serves it, loaded as plugins the way a run loads them), lowered and
 // verified like a run's, then replayed by the schedule simulator. Results are cached, since a
 // search asks for the same shapes again and again; the lowered streams only for the last few
 // shapes (a search asks for one shape's layouts one after another, and all of them would take
@@ -39,8 +39,10 @@ class PipelineSimulation {
   // backward of `backward_ratio` and `transfer_latency` (in the same units) per transfer.
   double makespan(const ScheduleShape& shape, double backward_ratio, double transfer_latency);
 
-  // The scheduler plugin that serves a shape ("sched-1f1b" or "sched-interleaved").
-  static std::string scheduler_for(const ScheduleShape& shape);
+  // The first of the stock scheduler plugins that serves a shape (sched-1f1b, then
+  // sched-interleaved), as the plugins themselves decide; throws ptdp::Error with their refusals
+  // when none does.
+  const Scheduler& scheduler_for(const ScheduleShape& shape);
 
   // Steps longer than this many groups of p microbatches are extrapolated, not replayed whole.
   static constexpr int kLongStepGroups = 5;
@@ -50,13 +52,14 @@ class PipelineSimulation {
  private:
   using ShapeKey = std::tuple<int, int, int>;  // p, v, m
   static constexpr size_t kRecentShapes = 16;
+  static constexpr const char* kStockSchedulers[] = {"sched-1f1b", "sched-interleaved"};
 
   double replayed_makespan(const ScheduleShape& shape, double backward_ratio, double latency);
   // The shape's verified instruction streams; records its peak activations on the way.
   std::shared_ptr<const std::vector<InstructionStream>> streams(const ScheduleShape& shape);
 
   PluginRegistry registry_;
-  std::map<std::string, std::shared_ptr<const Scheduler>> schedulers_;
+  std::vector<std::shared_ptr<const Scheduler>> schedulers_;  // kStockSchedulers, loaded when first asked
   std::map<ShapeKey, std::vector<int>> peaks_;
   std::deque<std::pair<ShapeKey, std::shared_ptr<const std::vector<InstructionStream>>>> recent_streams_;
   std::map<std::tuple<int, int, int, double, double>, double> makespans_;

@@ -19,10 +19,8 @@ struct Replay {
 
 // The whole step, lowered, verified and simulated as `schedule` and a run do it.
 Replay replay_whole(const ScheduleShape& shape, double backward_ratio, double latency) {
-  PluginRegistry registry(PluginRegistry::default_search_path({PTDP_TEST_PLUGIN_DIR}));
-  const std::string name = PipelineSimulation::scheduler_for(shape);
-  auto scheduler = create_plugin<Scheduler>(registry.load(name, PluginKind::Scheduler, "scheduler"), toml::table{});
-  const PipelineSchedule schedule = plan_schedule(*scheduler, shape);
+  PipelineSimulation planner({PTDP_TEST_PLUGIN_DIR});
+  const PipelineSchedule schedule = plan_schedule(planner.scheduler_for(shape), shape);
   return {simulate_schedule(shape, schedule.streams, {1.0, backward_ratio, latency}).makespan,
           schedule.report.peak_activations};
 }

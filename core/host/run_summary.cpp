@@ -1,4 +1,4 @@
-#include "manifest/run_summary.hpp"
+#include "run_summary.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "plan/memory_model.hpp"
 #include "schedule/schedule_simulator.hpp"
 
-namespace ptdp {
+namespace ptdp::host {
 
 namespace {
 
@@ -73,4 +73,4 @@ std::string describe_run(const RunConfig& c) {
   return out;
 }
 
-}  // namespace ptdp
+}  // namespace ptdp::host
