@@ -1,5 +1,6 @@
 // `ptdp-host plugins [--json] [--path DIR]...`: every plugin on the search path with its kind,
-// version, ABI, toolchain, file and configuration schema, and every refused file with the reason.
+// version, ABI, toolchain, file, what it declares (plugin_declarations.hpp) and configuration
+// schema, and every refused file with the reason.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "command_registry.hpp"
 #include "plugin/config_schema.hpp"
 #include "plugin/plugin_registry.hpp"
+#include "plugin_declarations.hpp"
 
 namespace ptdp::host {
 namespace {
@@ -77,6 +79,9 @@ void print_text(const std::vector<std::string>& search_path, const std::vector<D
                              plugin_kind_name(d.kind), abi_of(d), d.toolchain, p.path);
     if (auto it = shadowed_by.find(p.path); it != shadowed_by.end())
       std::cout << "    (shadowed by " << it->second << ")\n";
+    const PluginDeclarations declared = plugin_declarations({p.path, p.descriptor});
+    for (const std::string& line : declared.lines) std::cout << "    declares: " << line << "\n";
+    if (!declared.error.empty()) std::cout << "    declares: unknown, no object with its defaults: " << declared.error << "\n";
     for (uint32_t i = 0; i < d.config_schema_size; ++i) {
       const ConfigKeySpec& spec = d.config_schema[i];
       std::string line = fmt::format("    {} {}", spec.key, config_type_name(spec.type));
@@ -127,6 +132,9 @@ void list_plugins(const PluginsOptions& options) {
                              {"toolchain", d.toolchain}, {"path", p.path},
                              {"config", schema_json(d)}};
     if (auto it = shadowed_by.find(p.path); it != shadowed_by.end()) plugin["shadowed_by"] = it->second;
+    const PluginDeclarations declared = plugin_declarations({p.path, p.descriptor});
+    if (!declared.error.empty()) plugin["declares"] = {{"error", declared.error}};
+    else if (!declared.json.empty()) plugin["declares"] = declared.json;
     doc["plugins"].push_back(std::move(plugin));
   }
   std::cout << doc.dump(2) << "\n";
@@ -135,7 +143,7 @@ void list_plugins(const PluginsOptions& options) {
 const RegisterHostCommand register_plugins{HostCommand{"plugins", 40, [](CLI::App& root) {
   auto options = std::make_shared<PluginsOptions>();
   CLI::App* command = root.add_subcommand(
-      "plugins", "List every plugin found, with kind, version, ABI, path and config schema");
+      "plugins", "List every plugin found, with kind, version, ABI, path, what it declares and config schema");
   command->add_flag("--json", options->json, "Print one JSON document");
   command->add_option("--path", options->paths,
                       "Folder searched first, before PTDP_PLUGIN_PATH and the install's plugin dir (repeatable)");

@@ -110,6 +110,34 @@ TEST(PluginsCommand, TextListsPluginsAndRefusals) {
   EXPECT_CONTAINS(run.output, "  plugin " + probe_file("broken-abi-minor") + ": ABI mismatch");
 }
 
+// What the core pairs plugins by, as each plugin declares it: the build's comm-ucx and kernels-ref.
+TEST(PluginsCommand, ShowsWhatCommunicatorsAndKernelsDeclare) {
+  const HostRun run = ptdp_host("plugins --json --path '" + probe_dir() + "'");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const nlohmann::json doc = nlohmann::json::parse(run.output);
+  const nlohmann::json* ucx = find_by(doc.at("plugins"), "name", "comm-ucx");
+  ASSERT_NE(ucx, nullptr) << run.output;
+  const nlohmann::json& comm = ucx->at("declares");
+  EXPECT_EQ(comm.at("memory_kinds").at(0), "host");
+  EXPECT_EQ(comm.at("capabilities"), nlohmann::json({"matches_tags", "names_dead_peer", "shares_device"}));
+  const nlohmann::json* ref = find_by(doc.at("plugins"), "name", "kernels-ref");
+  ASSERT_NE(ref, nullptr) << run.output;
+  EXPECT_EQ(ref->at("declares"), nlohmann::json({{"device", "host"}, {"activation", "f32"},
+                                                 {"precisions", {"fp8_hybrid", "fp16"}}}));
+  const nlohmann::json* probe = find_by(doc.at("plugins"), "name", "sched-probe");
+  ASSERT_NE(probe, nullptr) << run.output;
+  EXPECT_FALSE(probe->contains("declares"));
+  // A plugin whose object is not of the kind it claims crashes when asked; the listing goes on.
+  const nlohmann::json* liar = find_by(doc.at("plugins"), "name", "broken-kind");
+  ASSERT_NE(liar, nullptr) << run.output;
+  EXPECT_CONTAINS(liar->at("declares").at("error").get<std::string>(), "making one crashed");
+
+  const HostRun text = ptdp_host("plugins");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_CONTAINS(text.output, "    declares: computes on host in f32; also runs FP8 hybrid, fp16\n");
+  EXPECT_CONTAINS(text.output, "memory; tag matching, names a dead peer, shares a device\n");
+}
+
 TEST(PluginsCommand, MissingPathFolderIsAnError) {
   const HostRun run = ptdp_host("plugins --path /nonexistent/plugins");
   EXPECT_EQ(run.status, 1);
