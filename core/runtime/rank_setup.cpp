@@ -55,8 +55,7 @@ int64_t RankSetup::set_up() {
   device = place_this_rank();
   // Before the device is first used, so that the profiler sees every kernel of the process.
   if (options.profile)
-    profiler = open_device_profiler(PluginRegistry::default_search_path(cfg.plugins.search_path), device,
-                                     cfg.plugins.kernels);
+    profiler = open_device_profiler(registry.search_path(), device, cfg.plugins.kernels);
   join_world();
   build_model();
   bind_streams();
@@ -68,7 +67,8 @@ int64_t RankSetup::set_up() {
 
 void RankSetup::load_plugins() {
   // The checkpoint store only for a run that saves or resumes.
-  plugins_.emplace(load_manifest_plugins(registry, cfg.plugins, !cfg.checkpoint.dir.empty() || resumes_from_elsewhere(cfg)));
+  const bool checkpointing = !cfg.checkpoint.dir.empty() || resumes_from_elsewhere(cfg);
+  plugins_.emplace(load_manifest_plugins(registry, cfg.plugins, checkpointing));
   const uint32_t kernels_abi_minor = plugins_->at(PluginKind::LayerKernels).info->descriptor->abi_minor;
   world = plugins_->create<Communicator>(place());
   kernels = plugins_->create<LayerKernels>(place());
