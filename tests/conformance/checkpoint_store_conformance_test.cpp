@@ -1,6 +1,6 @@
 // The CheckpointStore conformance suite: what every checkpoint store promises (sdk's
 // checkpoint_store.hpp), written once and run for every store plugin named in
-// PTDP_CONFORMANCE_CHECKPOINT (default ckpt-fs), each loaded through the core's plugin registry
+// PTDP_CONFORMANCE_CHECKPOINT (default every store the build made: ckpt-fs), each loaded through the core's plugin registry
 // and used only through the interface: atomic commit, listing, resharding reads, retention,
 // clearing unfinished saves, and every refusal.
 #include <gmock/gmock.h>
@@ -9,16 +9,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
 #include "ptdp/checkpoint_store.hpp"
+#include "support/plugins_under_test.hpp"
 #include "support/error_message.hpp"
 
 namespace ptdp::conformance {
@@ -28,12 +27,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 std::vector<std::string> stores_under_test() {
-  const char* listed = std::getenv("PTDP_CONFORMANCE_CHECKPOINT");
-  std::stringstream names(listed && *listed ? listed : "ckpt-fs");
-  std::vector<std::string> out;
-  for (std::string name; std::getline(names, name, ',');)
-    if (!name.empty()) out.push_back(name);
-  return out;
+  return test::plugins_under_test("PTDP_CONFORMANCE_CHECKPOINT", ',', PluginKind::CheckpointStore);
 }
 
 using test::error_of;

@@ -25,7 +25,8 @@ struct CommunicatorUnderTest {
 };
 
 // The plugins named by PTDP_CONFORMANCE_COMM: comma-separated entries NAME_OR_PATH[:host|:cuda],
-// default "comm-ucx"; without a memory, host memory when the communicator moves it, else CUDA.
+// default every communicator the build made (comm-ucx; comm-nccl too on a CUDA build); without a
+// memory, host memory when the communicator moves it, else CUDA.
 // Names load from the build's plugin folder through the plugin registry, paths as they are.
 // Each runs with PTDP_CONFORMANCE_WORLD ranks when set; else 8, or one per GPU for a
 // communicator that moves CUDA memory and cannot share a GPU between ranks.

@@ -15,6 +15,7 @@
 #include "communicator_under_test.hpp"
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
+#include "support/plugins_under_test.hpp"
 
 namespace ptdp::conformance {
 
@@ -94,12 +95,9 @@ MemoryKind memory_named(const std::string& entry, const std::string& memory, con
 }  // namespace
 
 std::vector<CommunicatorUnderTest> communicators_under_test() {
-  const char* listed = std::getenv("PTDP_CONFORMANCE_COMM");
   const char* world = std::getenv("PTDP_CONFORMANCE_WORLD");
-  std::stringstream entries(listed && *listed ? listed : "comm-ucx");
   std::vector<CommunicatorUnderTest> out;
-  for (std::string entry; std::getline(entries, entry, ',');) {
-    if (entry.empty()) continue;
+  for (const std::string& entry : test::plugins_under_test("PTDP_CONFORMANCE_COMM", ',', PluginKind::Communicator)) {
     const size_t colon = entry.rfind(':');
     const std::string plugin = colon == std::string::npos ? entry : entry.substr(0, colon);
     const std::string memory = colon == std::string::npos ? "" : entry.substr(colon + 1);

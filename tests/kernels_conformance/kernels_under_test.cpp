@@ -8,6 +8,7 @@
 
 #include "plugin/plugin_factory.hpp"
 #include "plugin/plugin_registry.hpp"
+#include "support/plugins_under_test.hpp"
 
 namespace ptdp::conformance {
 
@@ -58,11 +59,8 @@ std::shared_ptr<LayerKernels> KernelsUnderTest::create() const {
 KernelsUnderTest reference_kernels() { return KernelsUnderTest{"kernels_ref", "kernels-ref", {}}; }
 
 std::vector<KernelsUnderTest> kernels_under_test() {
-  const char* listed = std::getenv("PTDP_CONFORMANCE_KERNELS");
-  std::stringstream entries(listed && *listed ? listed : "kernels-ref");
   std::vector<KernelsUnderTest> out;
-  for (std::string entry; std::getline(entries, entry, ';');) {
-    if (entry.empty()) continue;
+  for (const std::string& entry : test::plugins_under_test("PTDP_CONFORMANCE_KERNELS", ';', PluginKind::LayerKernels)) {
     const size_t colon = entry.find(':');
     KernelsUnderTest k;
     k.plugin = entry.substr(0, colon);

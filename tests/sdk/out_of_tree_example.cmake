@@ -1,7 +1,8 @@
 # cmake -DPTDP_BUILD_DIR=... -DEXAMPLE_SOURCE_DIR=... -DWORK_DIR=... -DCXX_COMPILER=...
 #       -DPLUGIN_INSTALL_DIR=... -P out_of_tree_example.cmake
 # Installs the ptdp build to WORK_DIR/prefix, builds the example plugin against it in
-# WORK_DIR/build, and checks the installed ptdp-host lists it as a loadable scheduler.
+# WORK_DIR/build, checks the installed ptdp-host lists it as a loadable scheduler, holds it to the
+# installed scheduler conformance suite, and trains with it.
 cmake_minimum_required(VERSION 3.25)
 
 include(${CMAKE_CURRENT_LIST_DIR}/../support/build_against_install.cmake)
@@ -78,6 +79,13 @@ if(plugin_count GREATER 0)
 endif()
 if(NOT found)
   message(FATAL_ERROR "ptdp-host plugins did not list ${plugin}:\n${doc}")
+endif()
+
+# The example is held to the scheduler conformance suite installed beside the host.
+run_step("the installed scheduler conformance suite on the example" ${CMAKE_COMMAND} -E env
+  PTDP_CONFORMANCE_SCHEDULER=${plugin} ${prefix}/bin/ptdp-scheduler-conformance)
+if(NOT step_log MATCHES "\\[  PASSED  \\] [1-9][0-9]* tests")
+  message(FATAL_ERROR "the scheduler conformance suite ran no test on the example:\n${step_log}")
 endif()
 
 # A manifest names the out-of-tree scheduler by path; the installed host verifies its schedule
