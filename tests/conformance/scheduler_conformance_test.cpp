@@ -141,7 +141,9 @@ TEST_P(SchedulerConformance, NoOpStartsBeforeWhatItDependsOn) {
       for (int k = 0; k < virtual_stages; ++k) {
         const TimedOp& forward = at.at({OpKind::Forward, mb, k});
         const TimedOp& backward = at.at({OpKind::Backward, mb, k});
-        if (k > 0) EXPECT_GE(forward.start, at.at({OpKind::Forward, mb, k - 1}).end) << shape_text(shape);
+        if (k > 0) {
+          EXPECT_GE(forward.start, at.at({OpKind::Forward, mb, k - 1}).end) << shape_text(shape);
+        }
         const TimedOp& before = k + 1 < virtual_stages ? at.at({OpKind::Backward, mb, k + 1}) : forward;
         EXPECT_GE(backward.start, before.end) << shape_text(shape) << " microbatch " << mb << " virtual stage " << k;
       }
