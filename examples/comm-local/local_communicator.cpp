@@ -123,7 +123,7 @@ void LocalCommunicator::all_reduce(Tensor buffer, ptdp::ReduceOp op) {
   check_ready(at);
   check_buffer(at, buffer, "buffer");
   if (!ptdp::host_reducible(buffer.dtype))
-    throw Error(at + "cannot reduce " + ptdp::dtype_name(buffer.dtype) + " (comm-local reduces f32, bf16, i32, i64)");
+    throw Error(at + "cannot reduce " + ptdp::dtype_name(buffer.dtype) + " (comm-local reduces f32, bf16, f16, i32, i64)");
   // Each rank reduces one block, then every rank gathers all blocks: each sends about twice
   // its buffer in all, whatever the group size.
   const Blocks blocks = blocks_of(static_cast<size_t>(buffer.numel()), size());
@@ -140,7 +140,7 @@ void LocalCommunicator::reduce_scatter(const Tensor& input, Tensor output, ptdp:
   if (input.dtype != output.dtype)
     throw Error(at + "input is " + ptdp::dtype_name(input.dtype) + ", output " + ptdp::dtype_name(output.dtype));
   if (!ptdp::host_reducible(input.dtype))
-    throw Error(at + "cannot reduce " + ptdp::dtype_name(input.dtype) + " (comm-local reduces f32, bf16, i32, i64)");
+    throw Error(at + "cannot reduce " + ptdp::dtype_name(input.dtype) + " (comm-local reduces f32, bf16, f16, i32, i64)");
   if (input.numel() != size() * output.numel())
     throw Error(at + "input has " + count_text(static_cast<size_t>(input.numel()), "elements") + ", expected " +
                 std::to_string(size()) + " ranks × " + std::to_string(output.numel()) + " (the output)");

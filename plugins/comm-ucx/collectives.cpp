@@ -96,7 +96,7 @@ void UcxCommunicator::all_reduce(Tensor buffer, ReduceOp op) {
   require_init(ctx);
   check_tensor(ctx, buffer, "buffer");
   if (!host_reducible(buffer.dtype))
-    throw Error(ctx + "cannot reduce " + dtype_name(buffer.dtype) + " tensors (supported: f32, bf16, i32, i64)");
+    throw Error(ctx + "cannot reduce " + dtype_name(buffer.dtype) + " tensors (supported: f32, bf16, f16, i32, i64)");
   start_collective(ctx);
   const size_t count = static_cast<size_t>(buffer.numel());
   if (size() == 1 || count == 0) return;
@@ -122,7 +122,7 @@ void UcxCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceO
   if (input.dtype != output.dtype)
     throw Error(ctx + "input is " + dtype_name(input.dtype) + " but output is " + dtype_name(output.dtype));
   if (!host_reducible(input.dtype))
-    throw Error(ctx + "cannot reduce " + dtype_name(input.dtype) + " tensors (supported: f32, bf16, i32, i64)");
+    throw Error(ctx + "cannot reduce " + dtype_name(input.dtype) + " tensors (supported: f32, bf16, f16, i32, i64)");
   const int n = size();
   if (input.numel() != n * output.numel())
     throw Error(ctx + "input has " + std::to_string(input.numel()) + " elements, expected " + std::to_string(n) +

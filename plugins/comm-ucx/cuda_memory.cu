@@ -10,6 +10,7 @@
 // (`cuIpcOpenMemHandle() failed: operation not permitted`). The price is a device-to-device copy
 // into and out of the staged region of every operation.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,10 +35,20 @@ __global__ void reduce_kernel(T* acc, const T* in, size_t count, ReduceOp op) {
     acc[i] = combine(acc[i], in[i], op);
 }
 
-// bf16 is combined in fp32 and rounded to nearest even, as the host path does.
-__global__ void reduce_bf16_kernel(__nv_bfloat16* acc, const __nv_bfloat16* in, size_t count, ReduceOp op) {
+// bf16 and fp16 are combined in fp32 and rounded to nearest even, as the host path does.
+__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ float to_float(__half v) { return __half2float(v); }
+template <class T>
+__device__ T from_float(float v);
+template <>
+__device__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __half from_float(float v) { return __float2half_rn(v); }
+
+template <class T>
+__global__ void reduce_16bit_kernel(T* acc, const T* in, size_t count, ReduceOp op) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
-    acc[i] = __float2bfloat16_rn(combine(__bfloat162float(acc[i]), __bfloat162float(in[i]), op));
+    acc[i] = from_float<T>(combine(to_float(acc[i]), to_float(in[i]), op));
 }
 
 class CudaMemory final : public BufferMemory {
@@ -91,8 +102,12 @@ class CudaMemory final : public BufferMemory {
                                                         static_cast<const long long*>(in), count, op);
         break;
       case DType::BF16:
-        reduce_bf16_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<__nv_bfloat16*>(acc),
-                                                             static_cast<const __nv_bfloat16*>(in), count, op);
+        reduce_16bit_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<__nv_bfloat16*>(acc),
+                                                              static_cast<const __nv_bfloat16*>(in), count, op);
+        break;
+      case DType::F16:
+        reduce_16bit_kernel<<<blocks, kThreads, 0, stream_>>>(static_cast<__half*>(acc), static_cast<const __half*>(in),
+                                                              count, op);
         break;
       default:
         throw Error(std::string("comm-ucx: cannot reduce ") + dtype_name(dtype));

@@ -1,8 +1,10 @@
 #include "adam.hpp"
 
 #include "ptdp/checked_call_cuda.hpp"
+#include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 namespace {
 
@@ -24,7 +26,7 @@ __device__ __forceinline__ void adam_scalar(const AdamTensor& t, int64_t i, cons
   t.param[i] = r.param;
   t.exp_avg[i] = r.exp_avg;
   t.exp_avg_sq[i] = r.exp_avg_sq;
-  if (t.working) t.working[i] = __float2bfloat16(r.param);
+  if (t.working) t.working[i] = to_act(r.param);
 }
 
 // Whether every array of `t` allows 16-byte loads of fp32 (8-byte stores of bf16) at element
@@ -72,7 +74,7 @@ __global__ void adam_kernel(const AdamTensor* __restrict__ tensors, const ChunkR
       *reinterpret_cast<float4*>(t.exp_avg_sq + i) =
           make_float4(r0.exp_avg_sq, r1.exp_avg_sq, r2.exp_avg_sq, r3.exp_avg_sq);
       if (t.working) {
-        __nv_bfloat162 lo = __floats2bfloat162_rn(r0.param, r1.param), hi = __floats2bfloat162_rn(r2.param, r3.param);
+        act2_t lo = to_act2(r0.param, r1.param), hi = to_act2(r2.param, r3.param);
         uint2 packed;
         packed.x = *reinterpret_cast<uint32_t*>(&lo);
         packed.y = *reinterpret_cast<uint32_t*>(&hi);
@@ -95,4 +97,5 @@ void adam_step(const void* metadata, size_t chunks_offset, int chunk_count, cons
   PTDP_LAUNCH_CHECK(adam_kernel);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -7,13 +7,14 @@
 #include "multi_tensor.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct AdamTensor {
   float* param;
   const float* grad;
   float* exp_avg;
   float* exp_avg_sq;
-  bf16* working;       // null when nothing reads a bf16 copy
+  act_t* working;      // null when nothing reads a bf16 copy
   int64_t numel;
   float weight_decay;  // 0 where the parameter is not decayed
   // Named, so that the descriptor holds no indeterminate padding bytes: the metadata cache finds
@@ -37,4 +38,5 @@ struct AdamHyper {
 void adam_step(const void* metadata, size_t chunks_offset, int chunk_count, const AdamHyper& hyper,
                const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -7,6 +7,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 std::shared_ptr<DeviceArena> DeviceArena::create(int device, PluginLog log) {
   return std::shared_ptr<DeviceArena>(new DeviceArena(device, std::move(log)));
@@ -93,4 +94,5 @@ size_t DeviceArena::bytes_cached() const {
   return cached_;
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -13,6 +13,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
  public:
@@ -60,4 +61,5 @@ DeviceBuffer<T> allocate_buffer(DeviceArena& arena, size_t count) {
   return DeviceBuffer<T>{arena.allocate(count * sizeof(T))};
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

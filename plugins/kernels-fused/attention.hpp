@@ -12,6 +12,7 @@
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct AttentionShape {
   int seq = 0;
@@ -27,9 +28,10 @@ class Attention {
   virtual ~Attention() = default;
   virtual std::string name() const = 0;
   // Writes ctx. Returns what backward needs besides qkv and ctx (null when `save` is false).
-  virtual std::shared_ptr<void> forward(const bf16* qkv, bf16* ctx, bool save) = 0;
+  virtual std::shared_ptr<void> forward(const act_t* qkv, act_t* ctx, bool save) = 0;
   // dqkv: [s, b, 3, heads, head_dim], written.
-  virtual void backward(const bf16* qkv, const bf16* ctx, const bf16* dctx, const void* saved, bf16* dqkv) = 0;
+  virtual void backward(const act_t* qkv, const act_t* ctx, const act_t* dctx, const void* saved, act_t* dqkv) = 0;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -7,13 +7,14 @@
 #include "gemm.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class UnfusedAttention final : public Attention {
  public:
   UnfusedAttention(const AttentionShape& shape, Gemm& gemm, const KernelContext& ctx);
   std::string name() const override { return "unfused"; }
-  std::shared_ptr<void> forward(const bf16* qkv, bf16* ctx, bool save) override;
-  void backward(const bf16* qkv, const bf16* ctx, const bf16* dctx, const void* saved, bf16* dqkv) override;
+  std::shared_ptr<void> forward(const act_t* qkv, act_t* ctx, bool save) override;
+  void backward(const act_t* qkv, const act_t* ctx, const act_t* dctx, const void* saved, act_t* dqkv) override;
 
  private:
   AttentionShape shape_;
@@ -22,4 +23,5 @@ class UnfusedAttention final : public Attention {
   float scale_;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

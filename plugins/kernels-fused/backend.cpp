@@ -5,6 +5,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, PluginLog log)
     : model_(binding.model),
@@ -163,4 +164,5 @@ void Backend::expect(const Tensor& t, DType dtype, MemoryKind memory, const std:
                 (t.data == nullptr ? " (no data)" : ""));
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

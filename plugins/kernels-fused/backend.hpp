@@ -24,6 +24,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 enum class AttentionPath { Flash, Unfused };
 
@@ -117,4 +118,5 @@ class Backend {
   std::unordered_map<std::string, std::vector<std::weak_ptr<Parameter>>> by_name_;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -8,10 +8,11 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 template <int VEC, bool DROPOUT>
-__global__ void bias_dropout_add_forward_kernel(const bf16* x, const float* __restrict__ bias, const bf16* residual,
-                                                bf16* out, int64_t rows, int64_t cols, DropoutSite dropout) {
+__global__ void bias_dropout_add_forward_kernel(const act_t* x, const float* __restrict__ bias, const act_t* residual,
+                                                act_t* out, int64_t rows, int64_t cols, DropoutSite dropout) {
   const int64_t vecs_per_row = cols / VEC;
   const int64_t total = rows * vecs_per_row;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -22,7 +23,7 @@ __global__ void bias_dropout_add_forward_kernel(const bf16* x, const float* __re
 }
 
 template <int VEC, bool DROPOUT>
-static void launch_forward(const bf16* x, const float* bias, const bf16* residual, bf16* out, int64_t rows,
+static void launch_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out, int64_t rows,
                            int64_t cols, const DropoutSite& dropout, const KernelContext& ctx) {
   const int64_t work = rows * cols / VEC;
   const unsigned blocks = std::min<unsigned>(blocks_for(work, 256), unsigned(ctx.sm_count) * 16);
@@ -31,7 +32,7 @@ static void launch_forward(const bf16* x, const float* bias, const bf16* residua
   PTDP_LAUNCH_CHECK(bias_dropout_add_forward_kernel);
 }
 
-void bias_dropout_add_forward(const bf16* x, const float* bias, const bf16* residual, bf16* out,
+void bias_dropout_add_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out,
                               int64_t rows, int64_t cols, const DropoutSite& dropout, const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
   const bool vec8 = row_vector_width(cols) == 8;
@@ -45,7 +46,7 @@ void bias_dropout_add_forward(const bf16* x, const float* bias, const bf16* resi
 }
 
 template <int VEC, bool DROPOUT>
-__global__ void bias_dropout_add_backward_kernel(const bf16* dout, bf16* dx, int64_t rows, int64_t cols,
+__global__ void bias_dropout_add_backward_kernel(const act_t* dout, act_t* dx, int64_t rows, int64_t cols,
                                                  int64_t rows_per_chunk, DropoutSite dropout,
                                                  float* __restrict__ partials) {
   const int64_t col = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
@@ -67,14 +68,14 @@ __global__ void bias_dropout_add_backward_kernel(const bf16* dout, bf16* dx, int
 }
 
 template <int VEC, bool DROPOUT>
-static void launch_backward(const bf16* dout, bf16* dx, float* partials, const ColumnTiling& t,
+static void launch_backward(const act_t* dout, act_t* dx, float* partials, const ColumnTiling& t,
                             const DropoutSite& dropout, const KernelContext& ctx) {
   bias_dropout_add_backward_kernel<VEC, DROPOUT><<<t.grid, ColumnTiling::kThreads, 0, ctx.stream>>>(
       dout, dx, t.rows, t.cols, t.rows_per_chunk, dropout, partials);
   PTDP_LAUNCH_CHECK(bias_dropout_add_backward_kernel);
 }
 
-void bias_dropout_add_backward(const bf16* dout, bf16* dx, float* dbias, int64_t rows, int64_t cols,
+void bias_dropout_add_backward(const act_t* dout, act_t* dx, float* dbias, int64_t rows, int64_t cols,
                                const DropoutSite& dropout, const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
   const ColumnTiling t = plan_column_tiling(rows, cols, row_vector_width(cols), ctx.sm_count);
@@ -89,4 +90,5 @@ void bias_dropout_add_backward(const bf16* dout, bf16* dx, float* dbias, int64_t
   finish_column_sums(partials.get(), t.chunks(), cols, dbias, ctx.stream);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -8,15 +8,17 @@
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // out = residual + dropout(x + bias). x, residual, out: [rows, cols] bf16 with rows ordered
 // (position, sample); out may be x or residual. bias: fp32 [cols].
-void bias_dropout_add_forward(const bf16* x, const float* bias, const bf16* residual, bf16* out,
+void bias_dropout_add_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out,
                               int64_t rows, int64_t cols, const DropoutSite& dropout, const KernelContext& ctx);
 
 // dx = dropout'(dout) (the gradient of x + bias), dbias += column sums of dx (may be null). The
 // residual's gradient is dout itself. dx may be dout.
-void bias_dropout_add_backward(const bf16* dout, bf16* dx, float* dbias, int64_t rows, int64_t cols,
+void bias_dropout_add_backward(const act_t* dout, act_t* dx, float* dbias, int64_t rows, int64_t cols,
                                const DropoutSite& dropout, const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -8,6 +8,7 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // Both kernels give each thread VEC columns and walk rows, two at a time: both rows are loaded
 // before either is stored, so that a thread keeps two rows' loads in flight (the loads of one row
@@ -16,7 +17,7 @@ namespace ptdp::fused {
 // output on the H200 (268 MB moved: 2.8 TB/s of 4.8), and forward and backward 6.4 ms a step;
 // the tanh form was not what limited them (its sigmoid form measured no faster).
 template <int VEC>
-__global__ void bias_gelu_forward_kernel(const bf16* x, const float* __restrict__ bias, bf16* y, int64_t rows,
+__global__ void bias_gelu_forward_kernel(const act_t* x, const float* __restrict__ bias, act_t* y, int64_t rows,
                                          int64_t cols) {
   const int64_t col = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
   if (col >= cols) return;
@@ -45,7 +46,7 @@ __global__ void bias_gelu_forward_kernel(const bf16* x, const float* __restrict_
   }
 }
 
-void bias_gelu_forward(const bf16* x, const float* bias, bf16* y, int64_t rows, int64_t cols,
+void bias_gelu_forward(const act_t* x, const float* bias, act_t* y, int64_t rows, int64_t cols,
                        const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
   constexpr int kThreads = 256;
@@ -63,7 +64,7 @@ void bias_gelu_forward(const bf16* x, const float* bias, bf16* y, int64_t rows, 
 
 // g *= gelu'(v + b) for one row of a thread's columns, stored to dx and summed into acc.
 template <int VEC>
-__device__ __forceinline__ void gelu_grad_row(const float (&b)[VEC], bf16* dx, float (&acc)[VEC], float (&g)[VEC],
+__device__ __forceinline__ void gelu_grad_row(const float (&b)[VEC], act_t* dx, float (&acc)[VEC], float (&g)[VEC],
                                               const float (&v)[VEC]) {
 #pragma unroll
   for (int k = 0; k < VEC; ++k) {
@@ -74,8 +75,8 @@ __device__ __forceinline__ void gelu_grad_row(const float (&b)[VEC], bf16* dx, f
 }
 
 template <int VEC>
-__global__ void bias_gelu_backward_kernel(const bf16* dy, const bf16* __restrict__ x, const float* __restrict__ bias,
-                                          bf16* dx, int64_t rows, int64_t cols, int64_t rows_per_chunk,
+__global__ void bias_gelu_backward_kernel(const act_t* dy, const act_t* __restrict__ x, const float* __restrict__ bias,
+                                          act_t* dx, int64_t rows, int64_t cols, int64_t rows_per_chunk,
                                           float* __restrict__ partials) {
   const int64_t col = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
   if (col >= cols) return;
@@ -102,7 +103,7 @@ __global__ void bias_gelu_backward_kernel(const bf16* dy, const bf16* __restrict
   store_vec<VEC>(partials + int64_t(blockIdx.y) * cols + col, acc);
 }
 
-void bias_gelu_backward(const bf16* dy, const bf16* x, const float* bias, bf16* dx, float* dbias,
+void bias_gelu_backward(const act_t* dy, const act_t* x, const float* bias, act_t* dx, float* dbias,
                         int64_t rows, int64_t cols, const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
   // Twice the column reductions' usual blocks per multiprocessor, for more loads in flight.
@@ -118,4 +119,5 @@ void bias_gelu_backward(const bf16* dy, const bf16* x, const float* bias, bf16* 
   finish_column_sums(partials.get(), t.chunks(), cols, dbias, ctx.stream);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -6,14 +6,16 @@
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // y = gelu(x + bias). x, y: [rows, cols] bf16 (y may be x); bias: fp32 [cols].
-void bias_gelu_forward(const bf16* x, const float* bias, bf16* y, int64_t rows, int64_t cols,
+void bias_gelu_forward(const act_t* x, const float* bias, act_t* y, int64_t rows, int64_t cols,
                        const KernelContext& ctx);
 
 // dx = dy * gelu'(x + bias), and dbias += column sums of dx (fp32 accumulator, may be null).
 // dx may be dy. bias may be null: x is then the sum already (a GELU_AUX_BIAS epilogue's aux).
-void bias_gelu_backward(const bf16* dy, const bf16* x, const float* bias, bf16* dx, float* dbias,
+void bias_gelu_backward(const act_t* dy, const act_t* x, const float* bias, act_t* dx, float* dbias,
                         int64_t rows, int64_t cols, const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -6,6 +6,7 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 ColumnTiling plan_column_tiling(int64_t rows, int64_t cols, int vec, int sm_count) {
   ColumnTiling t;
@@ -39,7 +40,6 @@ void finish_column_sums(const float* partials, int chunks, int64_t cols, float* 
 }
 
 __device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
 
 template <class T>
 __global__ void accumulate_sums_kernel(const T* __restrict__ sums, int64_t n, float* __restrict__ accum) {
@@ -47,10 +47,10 @@ __global__ void accumulate_sums_kernel(const T* __restrict__ sums, int64_t n, fl
   if (i < n) accum[i] += to_float(sums[i]);
 }
 
-void accumulate_sums(const void* sums, bool bf16_sums, int64_t n, float* accum, cudaStream_t stream) {
+void accumulate_sums(const void* sums, bool act_sums, int64_t n, float* accum, cudaStream_t stream) {
   if (n == 0) return;
-  if (bf16_sums) {
-    accumulate_sums_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const bf16*>(sums), n, accum);
+  if (act_sums) {
+    accumulate_sums_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const act_t*>(sums), n, accum);
   } else {
     accumulate_sums_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const float*>(sums), n, accum);
   }
@@ -67,7 +67,7 @@ constexpr int kRowsInFlight = 4;
 
 template <int VEC>
 __global__ void __launch_bounds__(kColumnSumWarps * 32)
-    column_sum_kernel(const bf16* __restrict__ x, int64_t rows, int64_t cols, int64_t rows_per_chunk,
+    column_sum_kernel(const act_t* __restrict__ x, int64_t rows, int64_t cols, int64_t rows_per_chunk,
                       float* __restrict__ partials) {
   __shared__ float warp_sums[kColumnSumWarps][32 * VEC];
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kColumnSumWarps * 32)
   }
 }
 
-void column_sum_accumulate(const bf16* x, int64_t rows, int64_t cols, float* accum, const KernelContext& ctx) {
+void column_sum_accumulate(const act_t* x, int64_t rows, int64_t cols, float* accum, const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
   const int vec = row_vector_width(cols);
   const int64_t col_tiles = (cols + 32 * vec - 1) / (32 * vec);
@@ -126,4 +126,5 @@ void column_sum_accumulate(const bf16* x, int64_t rows, int64_t cols, float* acc
   finish_column_sums(partials.get(), int(chunks), cols, accum, ctx.stream);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -10,6 +10,7 @@
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct ColumnTiling {
   static constexpr int kThreads = 128;
@@ -28,9 +29,10 @@ void finish_column_sums(const float* partials, int chunks, int64_t cols, float* 
 
 // accum[i] += sums[i]: the n sums a GEMM epilogue wrote (fp32, or bf16 when bf16_sums) added to an
 // fp32 accumulator.
-void accumulate_sums(const void* sums, bool bf16_sums, int64_t n, float* accum, cudaStream_t stream);
+void accumulate_sums(const void* sums, bool act_sums, int64_t n, float* accum, cudaStream_t stream);
 
 // accum[c] += sum over rows of x[r * cols + c], for a bf16 matrix.
-void column_sum_accumulate(const bf16* x, int64_t rows, int64_t cols, float* accum, const KernelContext& ctx);
+void column_sum_accumulate(const act_t* x, int64_t rows, int64_t cols, float* accum, const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -7,6 +7,7 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 constexpr int kThreads = 512;
@@ -35,12 +36,12 @@ __device__ __forceinline__ void accumulate(MaxSum& acc, float x) {
 // The row's max and sum of exp(x - max) over its first valid_cols values, in every thread of the
 // block (blockDim.x a multiple of 32, at most 1024). BACKWARDS walks the row from its end.
 template <int VEC, bool BACKWARDS = false>
-__device__ MaxSum block_row_max_sum(const bf16* row, int64_t valid_cols) {
+__device__ MaxSum block_row_max_sum(const act_t* row, int64_t valid_cols) {
   __shared__ MaxSum shared[32];
   __shared__ MaxSum total;
   MaxSum acc{-FLT_MAX, 0.0f};
   const int64_t vectors = valid_cols / VEC, vec_end = vectors * VEC;
-  for (int64_t c = vec_end + threadIdx.x; c < valid_cols; c += blockDim.x) accumulate(acc, __bfloat162float(row[c]));
+  for (int64_t c = vec_end + threadIdx.x; c < valid_cols; c += blockDim.x) accumulate(acc, to_float(row[c]));
   for (int64_t i = threadIdx.x; i < vectors; i += blockDim.x) {
     float v[VEC];
     load_vec<VEC>(row + (BACKWARDS ? vectors - 1 - i : i) * VEC, v);
@@ -65,12 +66,12 @@ __device__ MaxSum block_row_max_sum(const bf16* row, int64_t valid_cols) {
 }
 
 // stats[.][r] for row r = blockIdx.x; the target's logit is read here, before any gradient write.
-__device__ __forceinline__ void store_row_stats(const bf16* row, MaxSum total, int64_t target, int64_t rows,
+__device__ __forceinline__ void store_row_stats(const act_t* row, MaxSum total, int64_t target, int64_t rows,
                                                 int64_t valid_cols, float* stats) {
   const int64_t r = blockIdx.x;
   stats[r] = total.max;
   stats[rows + r] = total.sum;
-  stats[2 * rows + r] = target >= 0 && target < valid_cols ? __bfloat162float(row[target]) : 0.0f;
+  stats[2 * rows + r] = target >= 0 && target < valid_cols ? to_float(row[target]) : 0.0f;
 }
 
 // scale * (softmax - onehot(target)) for columns [c0, c0 + VEC): 0 for padding.
@@ -86,10 +87,10 @@ __device__ __forceinline__ void softmax_gradient(float (&v)[VEC], int64_t c0, in
 }
 
 template <int VEC>
-__global__ void cross_entropy_row_stats_kernel(const bf16* __restrict__ logits, const int32_t* __restrict__ targets,
+__global__ void cross_entropy_row_stats_kernel(const act_t* __restrict__ logits, const int32_t* __restrict__ targets,
                                                int64_t rows, int64_t cols, int64_t vocab_begin, int64_t valid_cols,
                                                float* __restrict__ stats) {
-  const bf16* row = logits + int64_t(blockIdx.x) * cols;
+  const act_t* row = logits + int64_t(blockIdx.x) * cols;
   const MaxSum total = block_row_max_sum<VEC>(row, valid_cols);
   if (threadIdx.x == 0)
     store_row_stats(row, total, int64_t(targets[blockIdx.x]) - vocab_begin, rows, valid_cols, stats);
@@ -103,9 +104,9 @@ __global__ void cross_entropy_row_stats_kernel(const bf16* __restrict__ logits, 
 // (264 rows of 100 KB on 132 SMs), within the H100's and H200's 50 MB of L2.
 template <int VEC>
 __global__ void __launch_bounds__(1024) cross_entropy_stats_and_gradient_kernel(
-    bf16* logits, const int32_t* __restrict__ targets, int64_t rows, int64_t cols, int64_t valid_cols, float scale,
+    act_t* logits, const int32_t* __restrict__ targets, int64_t rows, int64_t cols, int64_t valid_cols, float scale,
     float* __restrict__ stats) {
-  bf16* row = logits + int64_t(blockIdx.x) * cols;
+  act_t* row = logits + int64_t(blockIdx.x) * cols;
   const MaxSum total = block_row_max_sum<VEC, true>(row, valid_cols);
   const int64_t target = targets[blockIdx.x];
   if (threadIdx.x == 0) store_row_stats(row, total, target, rows, valid_cols, stats);
@@ -143,7 +144,7 @@ __global__ void cross_entropy_loss_kernel(const float* __restrict__ stats, int64
 }
 
 template <int VEC>
-__global__ void cross_entropy_backward_kernel(bf16* logits, const int32_t* __restrict__ targets, const float* __restrict__ stats,
+__global__ void cross_entropy_backward_kernel(act_t* logits, const int32_t* __restrict__ targets, const float* __restrict__ stats,
                                 int64_t rows, int64_t cols, int64_t vocab_begin, int64_t valid_cols, float scale) {
   const int64_t vecs_per_row = cols / VEC;
   const int64_t total = rows * vecs_per_row;
@@ -161,7 +162,7 @@ __global__ void cross_entropy_backward_kernel(bf16* logits, const int32_t* __res
 
 }  // namespace
 
-void cross_entropy_row_stats(const bf16* logits, const int32_t* targets, int64_t rows, int64_t cols,
+void cross_entropy_row_stats(const act_t* logits, const int32_t* targets, int64_t rows, int64_t cols,
                              int64_t vocab_begin, int64_t valid_cols, float* stats, const KernelContext& ctx) {
   if (rows == 0) return;
   if (row_vector_width(cols) == 8)
@@ -173,7 +174,7 @@ void cross_entropy_row_stats(const bf16* logits, const int32_t* targets, int64_t
   PTDP_LAUNCH_CHECK(cross_entropy_row_stats_kernel);
 }
 
-void cross_entropy_stats_and_gradient(bf16* logits, const int32_t* targets, int64_t rows, int64_t cols,
+void cross_entropy_stats_and_gradient(act_t* logits, const int32_t* targets, int64_t rows, int64_t cols,
                                       int64_t valid_cols, float scale, float* stats, const KernelContext& ctx) {
   if (rows == 0) return;
   constexpr int kRowThreads = 1024;
@@ -197,7 +198,7 @@ void cross_entropy_loss(const float* stats, int64_t rows, float* loss, const Ker
   PTDP_LAUNCH_CHECK(cross_entropy_loss_kernel);
 }
 
-void cross_entropy_backward(bf16* logits, const int32_t* targets, const float* stats, int64_t rows, int64_t cols,
+void cross_entropy_backward(act_t* logits, const int32_t* targets, const float* stats, int64_t rows, int64_t cols,
                             int64_t vocab_begin, int64_t valid_cols, float scale, const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
   const int vec = row_vector_width(cols);
@@ -211,4 +212,5 @@ void cross_entropy_backward(bf16* logits, const int32_t* targets, const float* s
   PTDP_LAUNCH_CHECK(cross_entropy_backward_kernel);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

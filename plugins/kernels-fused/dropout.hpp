@@ -6,6 +6,7 @@
 #include "ptdp/counter_rng.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct DropoutSite {
   uint64_t seed = 0;
@@ -31,4 +32,5 @@ struct DropoutSite {
   }
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -6,11 +6,12 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 template <int VEC, bool LOOKUP, bool FINISH>
 __global__ void embedding_kernel(const int32_t* __restrict__ tokens, const float* __restrict__ word,
-                                 int64_t vocab_begin, int64_t vocab_rows, const float* __restrict__ position, bf16* out,
+                                 int64_t vocab_begin, int64_t vocab_rows, const float* __restrict__ position, act_t* out,
                                  int64_t rows, int64_t hidden, int micro_batch, DropoutSite dropout) {
   const int64_t vecs_per_row = hidden / VEC;
   const int64_t total = rows * vecs_per_row;
@@ -44,7 +45,7 @@ __global__ void embedding_kernel(const int32_t* __restrict__ tokens, const float
 
 template <bool LOOKUP, bool FINISH>
 void launch_embedding(const int32_t* tokens, const float* word, int64_t vocab_begin, int64_t vocab_rows,
-                      const float* position, bf16* out, int64_t rows, int64_t hidden, int micro_batch,
+                      const float* position, act_t* out, int64_t rows, int64_t hidden, int micro_batch,
                       const DropoutSite& dropout, const KernelContext& ctx) {
   const int vec = row_vector_width(hidden);
   const unsigned blocks = std::min<unsigned>(blocks_for(rows * hidden / vec, 256), unsigned(ctx.sm_count) * 16);
@@ -57,12 +58,12 @@ void launch_embedding(const int32_t* tokens, const float* word, int64_t vocab_be
   PTDP_LAUNCH_CHECK(embedding_kernel);
 }
 
-__global__ void dropout_grad_kernel(const bf16* __restrict__ dout, float* __restrict__ grad, int64_t rows,
+__global__ void dropout_grad_kernel(const act_t* __restrict__ dout, float* __restrict__ grad, int64_t rows,
                                     int64_t hidden, DropoutSite dropout) {
   const int64_t total = rows * hidden;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t row = i / hidden;
-    const float g = __bfloat162float(dout[i]);
+    const float g = to_float(dout[i]);
     grad[i] = dropout.active() ? g * dropout.factor(row, i - row * hidden) : g;
   }
 }
@@ -94,7 +95,7 @@ __global__ void word_grad_kernel(const float* __restrict__ grad, int64_t hidden,
 }  // namespace
 
 void embedding_forward(const int32_t* tokens, const float* word, int64_t vocab_begin, int64_t vocab_rows,
-                       const float* position, bf16* out, int64_t rows, int64_t hidden, int micro_batch,
+                       const float* position, act_t* out, int64_t rows, int64_t hidden, int micro_batch,
                        const DropoutSite& dropout, const KernelContext& ctx) {
   if (rows == 0 || hidden == 0) return;
   if (position)
@@ -105,13 +106,13 @@ void embedding_forward(const int32_t* tokens, const float* word, int64_t vocab_b
                                   dropout, ctx);
 }
 
-void embedding_add_position(bf16* out, const float* position, int64_t rows, int64_t hidden, int micro_batch,
+void embedding_add_position(act_t* out, const float* position, int64_t rows, int64_t hidden, int micro_batch,
                             const DropoutSite& dropout, const KernelContext& ctx) {
   if (rows == 0 || hidden == 0) return;
   launch_embedding<false, true>(nullptr, nullptr, 0, 0, position, out, rows, hidden, micro_batch, dropout, ctx);
 }
 
-void embedding_backward(const bf16* dout, int64_t rows, int64_t hidden, int micro_batch, const DropoutSite& dropout,
+void embedding_backward(const act_t* dout, int64_t rows, int64_t hidden, int micro_batch, const DropoutSite& dropout,
                         float* dposition, const TokenRowsView& token_rows, float* dword, const KernelContext& ctx) {
   if (rows == 0 || hidden == 0) return;
   const unsigned blocks = std::min<unsigned>(blocks_for(rows * hidden, 256), unsigned(ctx.sm_count) * 16);
@@ -131,4 +132,5 @@ void embedding_backward(const bf16* dout, int64_t rows, int64_t hidden, int micr
   }
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -6,6 +6,7 @@
 #include "token_rows.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 void check_token_ids(const Tensor& ids, int vocab, const char* what) {
   const int32_t* data = ids.as<const int32_t>();
@@ -32,7 +33,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
   const ModelSpec& m = backend_->model();
   const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
   backend_->expect(tokens, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "embedding forward: tokens");
-  backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "embedding forward: out");
+  backend_->expect(out, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "embedding forward: out");
   check_token_ids(tokens, m.vocab, "embedding forward: tokens");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
@@ -41,7 +42,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
   auto ids = allocate_buffer<int32_t>(backend_->arena(), size_t(rows));
   backend_->upload().copy(ids.get(), tokens.data, size_t(rows) * sizeof(int32_t));
   const DropoutSite dropout = backend_->dropout_site(mb, 0);
-  bf16* y = out.as<bf16>();
+  act_t* y = out.as<act_t>();
   if (backend_->tp_size() == 1) {
     embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, position_->master(), y, rows, m.hidden,
                       m.micro_batch, dropout, k);
@@ -49,7 +50,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
     // Position and dropout come after the sum over the group, so that they are applied once.
     embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, nullptr, y, rows, m.hidden,
                       m.micro_batch, dropout, k);
-    backend_->all_reduce(y, DType::BF16, rows * m.hidden);
+    backend_->all_reduce(y, kActDType, rows * m.hidden);
     embedding_add_position(y, position_->master(), rows, m.hidden, m.micro_batch, dropout, k);
   }
 
@@ -61,7 +62,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
 
 void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(dout, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden},
+  backend_->expect(dout, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden},
                    "embedding backward: dout");
   const Saved s = saved_.take(mb.slot);
   backend_->activate();
@@ -69,11 +70,12 @@ void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
   const TokenRows grouped = group_rows_by_token(s.tokens.data(), rows, vocab_begin_, vocab_rows_);
   auto token_rows = allocate_buffer<int32_t>(backend_->arena(), grouped.packed.size());
   backend_->upload().copy(token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
-  embedding_backward(dout.as<const bf16>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
+  embedding_backward(dout.as<const act_t>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
                      position_->grad(), view_token_rows(token_rows.get(), grouped.unique), word_->grad(),
                      backend_->kernel_context());
 }
 
 void FusedEmbedding::release(int slot) { saved_.release(slot); }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -9,6 +9,7 @@
 #include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class FusedEmbedding final : public EmbeddingLayer {
  public:
@@ -41,4 +42,5 @@ class FusedEmbedding final : public EmbeddingLayer {
 // tables). `what` names the argument in the message.
 void check_token_ids(const Tensor& ids, int vocab, const char* what);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -15,6 +15,7 @@
 #include "ptdp/checked_call_cudnn_frontend.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 namespace fe = cudnn_frontend;
@@ -38,12 +39,12 @@ class FlashAttention final : public Attention {
 
   std::string name() const override { return "flash"; }
 
-  std::shared_ptr<void> forward(const bf16* qkv, bf16* ctx, bool save) override {
+  std::shared_ptr<void> forward(const act_t* qkv, act_t* ctx, bool save) override {
     const int64_t w = shape_.width();
     auto stats = allocate_buffer<float>(*ctx_.arena, size_t(shape_.batch) * shape_.heads * shape_.seq);
-    std::unordered_map<int64_t, void*> pack{{kQ, const_cast<bf16*>(qkv)},
-                                            {kK, const_cast<bf16*>(qkv + w)},
-                                            {kV, const_cast<bf16*>(qkv + 2 * w)},
+    std::unordered_map<int64_t, void*> pack{{kQ, const_cast<act_t*>(qkv)},
+                                            {kK, const_cast<act_t*>(qkv + w)},
+                                            {kV, const_cast<act_t*>(qkv + 2 * w)},
                                             {kO, ctx},
                                             {kStats, stats.get()}};
     auto workspace = ctx_.arena->allocate(size_t(forward_workspace_));
@@ -51,13 +52,13 @@ class FlashAttention final : public Attention {
     return save ? stats.block : nullptr;
   }
 
-  void backward(const bf16* qkv, const bf16* ctx, const bf16* dctx, const void* saved, bf16* dqkv) override {
+  void backward(const act_t* qkv, const act_t* ctx, const act_t* dctx, const void* saved, act_t* dqkv) override {
     const int64_t w = shape_.width();
-    std::unordered_map<int64_t, void*> pack{{kQ, const_cast<bf16*>(qkv)},
-                                            {kK, const_cast<bf16*>(qkv + w)},
-                                            {kV, const_cast<bf16*>(qkv + 2 * w)},
-                                            {kO, const_cast<bf16*>(ctx)},
-                                            {kDO, const_cast<bf16*>(dctx)},
+    std::unordered_map<int64_t, void*> pack{{kQ, const_cast<act_t*>(qkv)},
+                                            {kK, const_cast<act_t*>(qkv + w)},
+                                            {kV, const_cast<act_t*>(qkv + 2 * w)},
+                                            {kO, const_cast<act_t*>(ctx)},
+                                            {kDO, const_cast<act_t*>(dctx)},
                                             {kStats, const_cast<void*>(saved)},
                                             {kDQ, dqkv},
                                             {kDK, dqkv + w},
@@ -84,7 +85,7 @@ class FlashAttention final : public Attention {
 
   std::shared_ptr<fe::graph::Graph> new_graph() const {
     auto graph = std::make_shared<fe::graph::Graph>();
-    graph->set_io_data_type(fe::DataType_t::BFLOAT16)
+    graph->set_io_data_type(PTDP_FUSED_FP16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
     return graph;
@@ -173,11 +174,13 @@ std::unique_ptr<Attention> make_flash_attention(const AttentionShape& shape, con
   }
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused
 
 #else  // !PTDP_HAVE_CUDNN_FRONTEND
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 bool flash_attention_built() { return false; }
 
@@ -193,6 +196,7 @@ std::unique_ptr<Attention> make_flash_attention(const AttentionShape&, const Ker
   return nullptr;
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused
 
 #endif

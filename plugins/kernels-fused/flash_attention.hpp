@@ -9,6 +9,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 bool flash_attention_built();
 // Throws ptdp::Error saying how to get the flash path when this build has none.
@@ -19,4 +20,5 @@ void require_flash_attention_built();
 std::unique_ptr<Attention> make_flash_attention(const AttentionShape& shape, const KernelContext& ctx,
                                                 PluginLog log = {});
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -5,8 +5,10 @@
 
 #include "ptdp/checked_call_cuda.hpp"
 #include "ptdp/error.hpp"
+#include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 // The largest |value| as an int: non-negative floats order as their bit patterns do, and every
@@ -19,14 +21,21 @@ __device__ __forceinline__ void atomic_max_magnitude(float* target, int bits) {
   atomicMax(reinterpret_cast<int*>(target), bits);
 }
 
-__device__ __forceinline__ int max_bits_of_bf16x8(const uint4& raw) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+// Eight consecutive values of x as floats: one 16-byte load of act_t, two of fp32 (weights cast
+// from their fp32 masters), with the streaming hint: a cast reads its input once.
+__device__ __forceinline__ void load8(const act_t* x, float (&v)[8]) { load_vec_streaming<8>(x, v); }
+__device__ __forceinline__ void load8(const float* x, float (&v)[8]) {
+#pragma unroll
+  for (int i = 0; i < 8; i += 4) {
+    const float4 f = __ldcs(reinterpret_cast<const float4*>(x + i));
+    v[i] = f.x, v[i + 1] = f.y, v[i + 2] = f.z, v[i + 3] = f.w;
+  }
+}
+
+__device__ __forceinline__ int max_bits_of8(const float (&v)[8]) {
   int bits = 0;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 f = __bfloat1622float2(h[k]);
-    bits = max_bits(bits, max_bits(magnitude_bits(f.x), magnitude_bits(f.y)));
-  }
+  for (int k = 0; k < 8; ++k) bits = max_bits(bits, magnitude_bits(v[k]));
   return bits;
 }
 
@@ -49,18 +58,23 @@ constexpr int kAmaxUnroll = 4;
 
 // Each block reduces its part to scratch.partials; the last block to finish reduces those, writes
 // *amax and sets the counter back to zero, so that nothing needs zeroing between casts.
-__global__ void fp8_amax_kernel(const uint4* __restrict__ x, int64_t vectors, float* amax, Fp8AmaxScratch scratch) {
+template <class In>
+__global__ void fp8_amax_kernel(const In* __restrict__ x, int64_t vectors, float* amax, Fp8AmaxScratch scratch) {
   int bits = 0;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (; i + (kAmaxUnroll - 1) * stride < vectors; i += kAmaxUnroll * stride) {
-    uint4 raw[kAmaxUnroll];
+    float v[kAmaxUnroll][8];
 #pragma unroll
-    for (int u = 0; u < kAmaxUnroll; ++u) raw[u] = __ldcs(x + i + u * stride);
+    for (int u = 0; u < kAmaxUnroll; ++u) load8(x + 8 * (i + u * stride), v[u]);
 #pragma unroll
-    for (int u = 0; u < kAmaxUnroll; ++u) bits = max_bits(bits, max_bits_of_bf16x8(raw[u]));
+    for (int u = 0; u < kAmaxUnroll; ++u) bits = max_bits(bits, max_bits_of8(v[u]));
   }
-  for (; i < vectors; i += stride) bits = max_bits(bits, max_bits_of_bf16x8(__ldcs(x + i)));
+  for (; i < vectors; i += stride) {
+    float v[8];
+    load8(x + 8 * i, v);
+    bits = max_bits(bits, max_bits_of8(v));
+  }
   bits = block_max_bits(bits);
   __shared__ bool last;
   if (threadIdx.x == 0) {
@@ -89,14 +103,15 @@ __device__ float scale_from_amax(float amax, float format_max, int margin) {
   return scale > double(FLT_MAX) ? FLT_MAX : float(scale);
 }
 
-// A 64 x 64 tile per block of 256 threads. Each thread reads 16 bytes (8 bf16) of a row twice,
+// A 64 x 64 tile per block of 256 threads. Each thread reads 8 values of a row twice (16 bytes of
+// act_t, or 32 of fp32),
 // writes their 8 FP8 bytes as they are, and keeps them in shared memory; then writes 16 bytes of
 // the transpose: 16 consecutive rows of one column. Every global access is a whole 8 or 16 bytes.
 constexpr int kTileRows = 64, kTileCols = 64, kCastThreads = 256;
 constexpr int kTilePitch = kTileCols + 4;  // bytes a tile row takes in shared memory: no bank conflicts down a column
 
-template <__nv_fp8_interpretation_t Kind>
-__global__ void fp8_cast_kernel(const bf16* __restrict__ x, int64_t rows, int64_t cols, Fp8ScaleSource source,
+template <class In, __nv_fp8_interpretation_t Kind>
+__global__ void fp8_cast_kernel(const In* __restrict__ x, int64_t rows, int64_t cols, Fp8ScaleSource source,
                                 float format_max, fp8* __restrict__ out, fp8* __restrict__ out_t, float* scale_inv,
                                 float* record) {
   __shared__ __align__(16) fp8 tile[kTileRows * kTilePitch];
@@ -109,17 +124,13 @@ __global__ void fp8_cast_kernel(const bf16* __restrict__ x, int64_t rows, int64_
     const int r = v / (kTileCols / 8), c = (v % (kTileCols / 8)) * 8;
     const int64_t row = row0 + r, col = col0 + c;
     if (row < rows && col < cols) {
-      const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(x + row * cols + col));
-      if (record && source.scale) bits = max_bits(bits, max_bits_of_bf16x8(raw));
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+      float v[8];
+      load8(x + row * cols + col, v);
+      if (record && source.scale) bits = max_bits(bits, max_bits_of8(v));
       uint2 packed;
       fp8* q = reinterpret_cast<fp8*>(&packed);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 f = __bfloat1622float2(h[k]);
-        q[2 * k] = __nv_cvt_float_to_fp8(f.x * scale, __NV_SATFINITE, Kind);
-        q[2 * k + 1] = __nv_cvt_float_to_fp8(f.y * scale, __NV_SATFINITE, Kind);
-      }
+      for (int k = 0; k < 8; ++k) q[k] = __nv_cvt_float_to_fp8(v[k] * scale, __NV_SATFINITE, Kind);
       if (out) *reinterpret_cast<uint2*>(out + row * cols + col) = packed;
       if (out_t) {
         *reinterpret_cast<uint32_t*>(tile + r * kTilePitch + c) = packed.x;
@@ -158,31 +169,53 @@ __global__ void fp8_record_kernel(Fp8AmaxRecords records) {
 
 }  // namespace
 
-void fp8_amax(const bf16* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx) {
+namespace {
+
+template <class In>
+void amax_of(const In* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx) {
   if (n % 8 != 0) throw Error("kernels-fused: fp8_amax over " + std::to_string(n) + " values (must be a multiple of 8)");
   const int64_t vectors = n / 8;
   const int blocks = int(std::max<int64_t>(1, std::min<int64_t>(blocks_for(vectors, kAmaxThreads * kAmaxUnroll),
                                                                 Fp8AmaxScratch::kMaxBlocks)));
-  fp8_amax_kernel<<<blocks, kAmaxThreads, 0, ctx.stream>>>(reinterpret_cast<const uint4*>(x), vectors, amax, scratch);
+  fp8_amax_kernel<<<blocks, kAmaxThreads, 0, ctx.stream>>>(x, vectors, amax, scratch);
   PTDP_LAUNCH_CHECK(fp8_amax_kernel);
 }
 
-void fp8_cast(const bf16* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
-              fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx) {
+template <class In>
+void cast(const In* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out, fp8* out_t,
+          float* scale_inv, float* record, const KernelContext& ctx) {
   if (rows % 16 != 0 || cols % 16 != 0)
     throw Error("kernels-fused: an FP8 cast of " + std::to_string(rows) + " x " + std::to_string(cols) +
                 " values (both must be multiples of 16)");
   if (rows == 0 || cols == 0) return;
   const dim3 grid(unsigned((cols + kTileCols - 1) / kTileCols), unsigned((rows + kTileRows - 1) / kTileRows));
   if (kind == Fp8Kind::E4M3) {
-    fp8_cast_kernel<__NV_E4M3><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 448.0f, out, out_t,
-                                                                       scale_inv, record);
-    PTDP_LAUNCH_CHECK(fp8_cast_kernel<__NV_E4M3>);
+    fp8_cast_kernel<In, __NV_E4M3><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 448.0f, out, out_t,
+                                                                           scale_inv, record);
+    PTDP_LAUNCH_CHECK(fp8_cast_kernel<E4M3>);
   } else {
-    fp8_cast_kernel<__NV_E5M2><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 57344.0f, out, out_t,
-                                                                       scale_inv, record);
-    PTDP_LAUNCH_CHECK(fp8_cast_kernel<__NV_E5M2>);
+    fp8_cast_kernel<In, __NV_E5M2><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 57344.0f, out, out_t,
+                                                                           scale_inv, record);
+    PTDP_LAUNCH_CHECK(fp8_cast_kernel<E5M2>);
   }
+}
+
+}  // namespace
+
+void fp8_amax(const act_t* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx) {
+  amax_of(x, n, amax, scratch, ctx);
+}
+void fp8_amax(const float* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx) {
+  amax_of(x, n, amax, scratch, ctx);
+}
+
+void fp8_cast(const act_t* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
+              fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx) {
+  cast(x, rows, cols, kind, source, out, out_t, scale_inv, record, ctx);
+}
+void fp8_cast(const float* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
+              fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx) {
+  cast(x, rows, cols, kind, source, out, out_t, scale_inv, record, ctx);
 }
 
 void fp8_record_amax(const Fp8AmaxRecords& records, const KernelContext& ctx) {
@@ -191,4 +224,5 @@ void fp8_record_amax(const Fp8AmaxRecords& records, const KernelContext& ctx) {
   PTDP_LAUNCH_CHECK(fp8_record_kernel);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

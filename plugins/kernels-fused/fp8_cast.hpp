@@ -1,5 +1,6 @@
 #pragma once
-// The FP8 casts of the hybrid recipe (ptdp/fp8.hpp) on the GPU: a bf16 matrix scaled and rounded
+// The FP8 casts of the hybrid recipe (ptdp/fp8.hpp) on the GPU: a matrix of act_t (activations,
+// gradients, a weight's working copy) or of fp32 (a weight's master) scaled and rounded
 // to E4M3 or E5M2 (nearest even, saturating: the conversion instruction's SATFINITE), written as it
 // is and, for the GEMMs that need the other operand order, transposed, in one pass. On Hopper an
 // FP8 GEMM takes both operands with their inner dimension contiguous, so a weight-gradient GEMM
@@ -17,6 +18,7 @@
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 using fp8 = __nv_fp8_storage_t;
 
@@ -44,13 +46,16 @@ struct Fp8AmaxScratch {
 
 // *amax = the largest |value| of x[0 .. n), n a multiple of 8: NaN once any value is NaN. One
 // launch: the last block to finish combines the others' partial maxima.
-void fp8_amax(const bf16* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx);
+void fp8_amax(const act_t* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx);
+void fp8_amax(const float* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch, const KernelContext& ctx);
 
 // out[r, c] = fp8(x[r, c] · scale) for x [rows, cols] (out may be null), out_t[c, r] the same
 // values transposed (may be null); *scale_inv = 1 / scale. rows and cols are multiples of 16
 // (what cuBLASLt's FP8 GEMMs take), and x, out and out_t 16-byte aligned. With `record`, *record is raised to
 // the amax the scale came from (tensorwise) or to the amax of x (delayed, found in this pass).
-void fp8_cast(const bf16* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
+void fp8_cast(const act_t* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
+              fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx);
+void fp8_cast(const float* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
               fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx);
 
 // Up to four pairs of device floats: *record[i] = max(*record[i], *value[i]) (NaN-propagating).
@@ -64,4 +69,5 @@ struct Fp8AmaxRecords {
 // A weight's amax, found when its FP8 copy was made, recorded again for each step that reads it.
 void fp8_record_amax(const Fp8AmaxRecords& records, const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -5,6 +5,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 constexpr int kEntries = kFp8BlockLinears * kFp8Operands;
@@ -40,29 +41,34 @@ void Fp8Linears::prepare_weights(Parameter* const (&weights)[kFp8BlockLinears], 
     float* scale_inv = weight_scale_inv(i);
     float* amax = state_.get() + kScaleStride * (kFp8BlockLinears + i);
     WeightCopy& copy = weights_[i];
-    if (copy.version != w.working_version()) {
+    if (copy.version != w.values_version()) {
       const int64_t out = w.spec().local_shape.at(0) * (w.spec().local_shape.size() == 3 ? w.spec().local_shape[1] : 1);
       const int64_t in = w.numel() / out;
       if (!copy.data) {
         copy.data = allocate_buffer<fp8>(backend_.arena(), size_t(w.numel()));
         copy.transposed = allocate_buffer<fp8>(backend_.arena(), size_t(w.numel()));
       }
-      Fp8ScaleSource source;
-      source.margin = recipe_.margin;
-      if (recipe_.scaling == Fp8Scaling::Tensorwise) {
-        fp8_amax(w.working(), w.numel(), amax, amax_scratch_, k);
-        backend_.all_reduce(amax, DType::F32, 1, ReduceOp::Max);  // every weight is split over the group
-        source.amax = amax;
-        fp8_cast(w.working(), out, in, Fp8Kind::E4M3, source, copy.data.get(), copy.transposed.get(), scale_inv,
-                 nullptr, k);
-      } else {
-        // The cast raises the amax it finds into *amax.
-        PTDP_CALL(cudaMemsetAsync(amax, 0, sizeof(float), backend_.stream()));
-        source.scale = scale_slot(i, Fp8Operand::Weight);
-        fp8_cast(w.working(), out, in, Fp8Kind::E4M3, source, copy.data.get(), copy.transposed.get(), scale_inv,
-                 amax, k);
-      }
-      copy.version = w.working_version();
+      // From the fp32 master where this rank keeps one (one rounding, as kernels-ref casts), else
+      // from the working copy (parameter.hpp: working_copy_without_master).
+      const auto cast_weight = [&](auto* values) {
+        Fp8ScaleSource source;
+        source.margin = recipe_.margin;
+        if (recipe_.scaling == Fp8Scaling::Tensorwise) {
+          fp8_amax(values, w.numel(), amax, amax_scratch_, k);
+          backend_.all_reduce(amax, DType::F32, 1, ReduceOp::Max);  // every weight is split over the group
+          source.amax = amax;
+          fp8_cast(values, out, in, Fp8Kind::E4M3, source, copy.data.get(), copy.transposed.get(), scale_inv, nullptr,
+                   k);
+        } else {
+          // The cast raises the amax it finds into *amax.
+          PTDP_CALL(cudaMemsetAsync(amax, 0, sizeof(float), backend_.stream()));
+          source.scale = scale_slot(i, Fp8Operand::Weight);
+          fp8_cast(values, out, in, Fp8Kind::E4M3, source, copy.data.get(), copy.transposed.get(), scale_inv, amax, k);
+        }
+      };
+      if (w.master()) cast_weight(static_cast<const float*>(w.master()));
+      else cast_weight(static_cast<const act_t*>(w.working()));
+      copy.version = w.values_version();
     }
     if (training) {
       records.record[records.count] = amax_slot(i, Fp8Operand::Weight);
@@ -80,7 +86,7 @@ Fp8Matrix Fp8Linears::weight_transposed(int k) const {
   return Fp8Matrix{weights_[k].transposed.get(), false, weight_scale_inv(k)};
 }
 
-void Fp8Linears::cast(int k, Fp8Operand operand, const bf16* x, int64_t rows, int64_t cols, bool sharded,
+void Fp8Linears::cast(int k, Fp8Operand operand, const act_t* x, int64_t rows, int64_t cols, bool sharded,
                       bool training, fp8* out, fp8* transposed, float* scale_inv) {
   const KernelContext& ctx = backend_.kernel_context();
   const Fp8Kind kind = operand == Fp8Operand::OutputGradient ? Fp8Kind::E5M2 : Fp8Kind::E4M3;
@@ -99,4 +105,5 @@ void Fp8Linears::cast(int k, Fp8Operand operand, const bf16* x, int64_t rows, in
   fp8_cast(x, rows, cols, kind, source, out, transposed, scale_inv, record, ctx);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

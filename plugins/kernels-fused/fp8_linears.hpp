@@ -1,8 +1,9 @@
 #pragma once
 // The FP8 side of one transformer block's four linear layers, under the hybrid recipe of
 // ptdp/fp8.hpp: the weights' FP8 copies (as stored, for the forward; transposed, for the input
-// gradient), made again only when a weight's working copy changed, so once per optimizer step and
-// not per microbatch; the casts of the layers' inputs and output gradients; and the amax and scale
+// gradient), cast from the fp32 masters (or, under the distributed optimizer, the working copies)
+// and made again only when a weight's values changed, so once per optimizer step and not per
+// microbatch; the casts of the layers' inputs and output gradients; and the amax and scale
 // tensors the core bound (TransformerBlock::bind_fp8_scaling), or the block's own until it does.
 #include <cstdint>
 
@@ -11,6 +12,7 @@
 #include "ptdp/fp8.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class Fp8Linears {
  public:
@@ -19,7 +21,7 @@ class Fp8Linears {
   // amax and scale: F32 [kFp8BlockLinears, kFp8Operands] on the backend's device.
   void bind(float* amax, const float* scale);
 
-  // Before a forward: makes the FP8 copies of each weight whose working copy changed since they
+  // Before a forward: makes the FP8 copies of each weight whose values changed since they
   // were made (weights[k] is linear k's, [out, in]); while training, records the weights' amaxes
   // for this step.
   void prepare_weights(Parameter* const (&weights)[kFp8BlockLinears], bool training);
@@ -30,13 +32,13 @@ class Fp8Linears {
   // ([rows, cols]) and `transposed` ([cols, rows], or null), and writes the inverse of the scale
   // to *scale_inv. `sharded`: the tensor is split over the tensor-parallel group (its amax is the
   // group's under tensorwise scaling). While training, the amax is recorded.
-  void cast(int k, Fp8Operand operand, const bf16* x, int64_t rows, int64_t cols, bool sharded, bool training,
+  void cast(int k, Fp8Operand operand, const act_t* x, int64_t rows, int64_t cols, bool sharded, bool training,
             fp8* out, fp8* transposed, float* scale_inv);
 
  private:
   struct WeightCopy {
     DeviceBuffer<fp8> data, transposed;
-    uint64_t version = 0;  // the working copy's version it was made from; 0: none yet
+    uint64_t version = 0;  // the values' version it was made from; 0: none yet
   };
   float* amax_slot(int k, Fp8Operand operand) const { return amax_ + k * kFp8Operands + int(operand); }
   const float* scale_slot(int k, Fp8Operand operand) const { return scale_ + k * kFp8Operands + int(operand); }
@@ -56,4 +58,5 @@ class Fp8Linears {
   WeightCopy weights_[kFp8BlockLinears];
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -9,6 +9,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 uint32_t alignment_of(const void* p) {
@@ -55,8 +56,8 @@ std::vector<cudaDataType_t> bias_types(Kind kind) {
     case Kind::None:
     case Kind::DGelu: return {};
     case Kind::Bias:
-    case Kind::GeluAuxBias: return {CUDA_R_16BF};
-    case Kind::BGradB: return {CUDA_R_32F, CUDA_R_16BF};
+    case Kind::GeluAuxBias: return {kActCudaType};
+    case Kind::BGradB: return {CUDA_R_32F, kActCudaType};
   }
   return {};
 }
@@ -78,7 +79,7 @@ struct Gemm::Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, best first, until autotuned
-  cudaDataType_t bias_type = CUDA_R_16BF;
+  cudaDataType_t bias_type = kActCudaType;
   size_t workspace_bytes = 0;  // what this plan's algorithm was chosen for, and is given
 };
 
@@ -152,7 +153,7 @@ Gemm::Plan& Gemm::plan_for(const PlanKey& key) {
   const uint64_t b_rows = key.trans_b ? key.n : key.k, b_cols = key.trans_b ? key.k : key.n;
   PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->a, key.a_type, a_rows, a_cols, key.lda));
   PTDP_CALL(cublasLtMatrixLayoutCreate(&plan->b, key.b_type, b_rows, b_cols, key.ldb));
-  if (key.a_type != CUDA_R_16BF) {
+  if (key.a_type != kActCudaType) {
     // FP8: cuBLASLt picks kernels that read the operands' scales from device memory only when the
     // descriptor has scale pointers as it is asked for an algorithm; each launch sets its own.
     const float* unit = unit_scale();
@@ -278,8 +279,8 @@ void Gemm::autotune(Plan& plan, const PlanKey& key, const void* a, const void* b
   }
 }
 
-void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
-                  const bf16* b, int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta,
+void Gemm::matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const act_t* a, int64_t lda,
+                  const act_t* b, int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta,
                   const Epilogue& epilogue, float alpha) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -330,7 +331,7 @@ void Gemm::launch(const PlanKey& key, const void* a, const void* b, void* d, flo
   PTDP_CALL(cublasLtMatmul(lt_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d,
                            &plan.algo, plan.workspace_bytes ? workspace_.get() : nullptr, plan.workspace_bytes,
                            stream_));
-  if (scratch) accumulate_sums(scratch.get(), plan.bias_type == CUDA_R_16BF, sums, epilogue.bias_grad, stream_);
+  if (scratch) accumulate_sums(scratch.get(), plan.bias_type == kActCudaType, sums, epilogue.bias_grad, stream_);
 }
 
 namespace {
@@ -363,7 +364,7 @@ void Gemm::fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, 
   if (a.e5m2 && b.e5m2) throw Error("kernels-fused: an FP8 GEMM of two E5M2 operands (cuBLASLt takes at most one)");
   if (epilogue.kind == Kind::DGelu || epilogue.kind == Kind::BGradB)
     throw Error("kernels-fused: an FP8 GEMM with a gradient epilogue (fp8_nt takes none, a bias, or bias + GeLU)");
-  if (epilogue.kind == Kind::GeluAuxBias && (!epilogue.aux || !gelu_epilogue_fits(n) || d_type != CUDA_R_16BF))
+  if (epilogue.kind == Kind::GeluAuxBias && (!epilogue.aux || !gelu_epilogue_fits(n) || d_type != kActCudaType))
     throw Error("kernels-fused: an FP8 GEMM's GeLU epilogue needs a bf16 D and its GeLU input matrix, " +
                 std::to_string(n) + " wide (a multiple of 8)");
   const PlanKey key = fp8_key(a.e5m2, b.e5m2, m, n, k, d_type, beta, epilogue.kind, alignment_of(a.data),
@@ -376,48 +377,48 @@ bool Gemm::fp8_nt_offers(Epilogue::Kind epilogue, bool a_e5m2, int64_t m, int64_
                          bool fast_accumulation) {
   check_fp8_shape(m, n, k);
   try {
-    plan_for(fp8_key(a_e5m2, false, m, n, k, CUDA_R_16BF, 0.0f, epilogue, 256, 256, 256, 256, fast_accumulation));
+    plan_for(fp8_key(a_e5m2, false, m, n, k, kActCudaType, 0.0f, epilogue, 256, 256, 256, 256, fast_accumulation));
     return true;
   } catch (const Error&) {
     return false;  // plan_for's refusal: the heuristic offered no algorithm
   }
 }
 
-void Gemm::linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,
+void Gemm::linear_forward(const act_t* x, const act_t* weight, const act_t* bias, act_t* y, int64_t rows, int64_t in,
                           int64_t out) {
   // Column-major: y^T[out, rows] = W^T-as-stored(in x out)^T * x^T(in x rows).
   Epilogue e;
   if (bias) e.kind = Epilogue::Kind::Bias, e.bias = bias;
-  matmul(true, false, out, rows, in, weight, in, x, in, y, CUDA_R_16BF, out, 0.0f, e);
+  matmul(true, false, out, rows, in, weight, in, x, in, y, kActCudaType, out, 0.0f, e);
 }
 
-void Gemm::linear_forward_gelu(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, bf16* pre_gelu,
+void Gemm::linear_forward_gelu(const act_t* x, const act_t* weight, const act_t* bias, act_t* y, act_t* pre_gelu,
                                int64_t rows, int64_t in, int64_t out) {
   // As linear_forward; the aux matrix has D's layout, so pre_gelu is [rows, out] row-major too.
   Epilogue e;
   e.kind = Epilogue::Kind::GeluAuxBias;
   e.bias = bias;
   e.aux = pre_gelu;
-  matmul(true, false, out, rows, in, weight, in, x, in, y, CUDA_R_16BF, out, 0.0f, e);
+  matmul(true, false, out, rows, in, weight, in, x, in, y, kActCudaType, out, 0.0f, e);
 }
 
-void Gemm::linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx,
+void Gemm::linear_backward_input_dgelu(const act_t* dy, const act_t* weight, const act_t* pre_gelu, act_t* dx,
                                        int64_t rows, int64_t in, int64_t out) {
   // As linear_backward_input: D (column-major in x rows) is dx [rows, in] row-major, and the aux
   // matrix has D's layout (pre_gelu [rows, in]).
   Epilogue e;
   e.kind = Epilogue::Kind::DGelu;
-  e.aux = const_cast<bf16*>(pre_gelu);  // read, not written, by DGELU
-  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f, e);
+  e.aux = const_cast<act_t*>(pre_gelu);  // read, not written, by DGELU
+  matmul(false, false, in, rows, out, weight, in, dy, out, dx, kActCudaType, in, 0.0f, e);
 }
 
-void Gemm::linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in,
+void Gemm::linear_backward_input(const act_t* dy, const act_t* weight, act_t* dx, int64_t rows, int64_t in,
                                  int64_t out, float alpha) {
   // Column-major: dx^T[in, rows] = W-as-stored(in x out) * dy^T(out x rows).
-  matmul(false, false, in, rows, out, weight, in, dy, out, dx, CUDA_R_16BF, in, 0.0f, {}, alpha);
+  matmul(false, false, in, rows, out, weight, in, dy, out, dx, kActCudaType, in, 0.0f, {}, alpha);
 }
 
-void Gemm::linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in,
+void Gemm::linear_backward_weight(const act_t* dy, const act_t* x, float* dweight, int64_t rows, int64_t in,
                                   int64_t out, float* dbias, float alpha, bool accumulate) {
   if (dbias && alpha != 1.0f) throw Error("kernels-fused: a bias gradient from a weight-gradient GEMM with alpha != 1");
   // Column-major: dW^T[in, out] += x^T(in x rows) * dy(rows x out). op(B) = dy is k x n, so the
@@ -427,15 +428,16 @@ void Gemm::linear_backward_weight(const bf16* dy, const bf16* x, float* dweight,
   matmul(false, true, in, out, rows, x, in, dy, out, dweight, CUDA_R_32F, in, accumulate ? 1.0f : 0.0f, e, alpha);
 }
 
-void Gemm::batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
-                   int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc,
+void Gemm::batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const act_t* a, int64_t lda,
+                   int64_t stride_a, const act_t* b, int64_t ldb, int64_t stride_b, act_t* c, int64_t ldc,
                    int64_t stride_c, int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
   const float alpha = 1.0f, beta = 0.0f;
   PTDP_CALL(cublasGemmStridedBatchedEx(
       blas_, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, int(m), int(n), int(k), &alpha,
-      a, CUDA_R_16BF, int(lda), stride_a, b, CUDA_R_16BF, int(ldb), stride_b, &beta, c, CUDA_R_16BF, int(ldc),
+      a, kActCudaType, int(lda), stride_a, b, kActCudaType, int(ldb), stride_b, &beta, c, kActCudaType, int(ldc),
       stride_c, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

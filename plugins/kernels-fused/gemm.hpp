@@ -23,6 +23,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // What a GEMM's epilogue does beside D = op(A) op(B) + beta * D (column-major, m x n).
 struct GemmEpilogue {
@@ -34,8 +35,8 @@ struct GemmEpilogue {
     BGradB,       // bias_grad[n] += sum over k of op(B)
   };
   Kind kind = Kind::None;
-  const bf16* bias = nullptr;
-  bf16* aux = nullptr;       // bf16 m x n, leading dimension m
+  const act_t* bias = nullptr;
+  act_t* aux = nullptr;      // bf16 m x n, leading dimension m
   float* bias_grad = nullptr;  // fp32 accumulator
 };
 
@@ -75,29 +76,29 @@ class Gemm {
 
   // Row-major helpers for y = x W^T (+ bias) with W [out, in] as torch.nn.Linear.
   // y[rows, out] = x[rows, in] W^T + bias (bias: bf16 [out] or null).
-  void linear_forward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, int64_t rows, int64_t in,
+  void linear_forward(const act_t* x, const act_t* weight, const act_t* bias, act_t* y, int64_t rows, int64_t in,
                       int64_t out);
   // dx[rows, in] = alpha * dy[rows, out] W.
-  void linear_backward_input(const bf16* dy, const bf16* weight, bf16* dx, int64_t rows, int64_t in, int64_t out,
+  void linear_backward_input(const act_t* dy, const act_t* weight, act_t* dx, int64_t rows, int64_t in, int64_t out,
                              float alpha = 1.0f);
   // dW[out, in] += alpha * dy^T x, into the fp32 gradient (with accumulate false, dW = alpha *
   // dy^T x: beta 0, so what dW held is not read and may be anything); with dbias, also dbias[out]
   // += column sums of dy (the BGRADB epilogue: a sum over the GEMM's k dimension, the rows; alpha
   // must then be 1, as the epilogue sums dy unscaled), or with accumulate false dbias = those sums.
-  void linear_backward_weight(const bf16* dy, const bf16* x, float* dweight, int64_t rows, int64_t in, int64_t out,
+  void linear_backward_weight(const act_t* dy, const act_t* x, float* dweight, int64_t rows, int64_t in, int64_t out,
                               float* dbias = nullptr, float alpha = 1.0f, bool accumulate = true);
 
   // The MLP's GeLU in the epilogues (tanh form; gelu_epilogue_fits says when the shapes allow it).
   // Forward: y[rows, out] = gelu(x W^T + bias) with bias bf16 [out]; pre_gelu [rows, out] receives
   // x W^T + bias, the GELU_AUX_BIAS epilogue's aux output, which backward reads.
-  void linear_forward_gelu(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, bf16* pre_gelu,
+  void linear_forward_gelu(const act_t* x, const act_t* weight, const act_t* bias, act_t* y, act_t* pre_gelu,
                            int64_t rows, int64_t in, int64_t out);
   // Backward through the next layer and the GeLU at once (DGELU): dx[rows, in] =
   // (dy W) * gelu'(pre_gelu). The GeLU layer's bias gradient is the column sums of dx, which the
   // weight-gradient GEMM that reads dx sums in its own epilogue (linear_backward_weight's dbias):
   // there they are a sum over its k dimension, where a DGELU_BGRAD epilogue would sum across
   // the GEMM's tiles.
-  void linear_backward_input_dgelu(const bf16* dy, const bf16* weight, const bf16* pre_gelu, bf16* dx,
+  void linear_backward_input_dgelu(const act_t* dy, const act_t* weight, const act_t* pre_gelu, act_t* dx,
                                    int64_t rows, int64_t in, int64_t out);
   // cuBLASLt's aux matrix needs a leading dimension (the GeLU layer's width) divisible by 8.
   static bool gelu_epilogue_fits(int64_t width) { return width % 8 == 0; }
@@ -117,13 +118,13 @@ class Gemm {
   bool fp8_nt_offers(Epilogue::Kind epilogue, bool a_e5m2, int64_t m, int64_t n, int64_t k, bool fast_accumulation);
 
   // Column-major, as cuBLAS: C[m, n] = op(A) op(B) for `batch` products, operand i at base + i*stride.
-  void batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
-               int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc,
+  void batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const act_t* a, int64_t lda,
+               int64_t stride_a, const act_t* b, int64_t ldb, int64_t stride_b, act_t* c, int64_t ldc,
                int64_t stride_c, int64_t batch);
 
   // Column-major: D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * D, then the epilogue. D is
   // bf16 or fp32.
-  void matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda, const bf16* b,
+  void matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const act_t* a, int64_t lda, const act_t* b,
               int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta, const Epilogue& epilogue = {},
               float alpha = 1.0f);
 
@@ -135,7 +136,7 @@ class Gemm {
     bool accumulate;
     Epilogue::Kind epilogue;
     uint32_t align_a, align_b, align_d, align_bias;
-    cudaDataType_t a_type = CUDA_R_16BF, b_type = CUDA_R_16BF;  // FP8 types for fp8_nt
+    cudaDataType_t a_type = kActCudaType, b_type = kActCudaType;  // FP8 types for fp8_nt
     bool fast_accumulation = false;
     bool operator==(const PlanKey&) const = default;
   };
@@ -172,4 +173,5 @@ class Gemm {
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans_;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -3,6 +3,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 constexpr int kThreads = 512;
@@ -64,4 +65,5 @@ void sum_of_squares(const void* metadata, size_t chunks_offset, int chunk_count,
   PTDP_LAUNCH_CHECK(sum_partials_kernel);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

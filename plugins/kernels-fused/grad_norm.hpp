@@ -7,6 +7,7 @@
 #include "multi_tensor.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct SquareSumTensor {
   const float* data;
@@ -18,4 +19,5 @@ struct SquareSumTensor {
 void sum_of_squares(const void* metadata, size_t chunks_offset, int chunk_count, double* result,
                     const KernelContext& ctx, float* as_float = nullptr);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

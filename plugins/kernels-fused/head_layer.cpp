@@ -9,12 +9,13 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct FusedHead::Activations {
-  DeviceBuffer<bf16> x;         // head input         [tokens, h]
-  DeviceBuffer<bf16> xn;        // final LayerNorm    [tokens, h]
+  DeviceBuffer<act_t> x;        // head input         [tokens, h]
+  DeviceBuffer<act_t> xn;       // final LayerNorm    [tokens, h]
   DeviceBuffer<float> ln_stats; // mean | rstd        [2, tokens]
-  DeviceBuffer<bf16> logits;    // this rank's vocabulary columns [tokens, V/t]; backward overwrites
+  DeviceBuffer<act_t> logits;   // this rank's vocabulary columns [tokens, V/t]; backward overwrites
   DeviceBuffer<int32_t> targets;
   DeviceBuffer<float> ce_stats; // group max | sum exp | target logit [3, tokens]
   // One-pass cross entropy: forward left (softmax - onehot) / tokens in logits, and backward's
@@ -46,7 +47,7 @@ std::vector<ParamRef> FusedHead::parameters() {
 
 void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss, bool save) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head forward: in");
+  backend_->expect(in, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head forward: in");
   backend_->expect(targets, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "head forward: targets");
   backend_->expect(loss, DType::F32, MemoryKind::Cuda, {1}, "head forward: loss");
   check_token_ids(targets, m.vocab, "head forward: targets");
@@ -59,11 +60,11 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   auto a = std::make_shared<Activations>();
   // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
   // copy as it reads it.
-  const bf16* x = in.as<const bf16>();
-  if (save) a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  a->xn = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  const act_t* x = in.as<const act_t>();
+  if (save) a->x = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  a->xn = allocate_buffer<act_t>(arena, size_t(tokens * h));
   a->ln_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
-  a->logits = allocate_buffer<bf16>(arena, size_t(tokens * vocab_rows_));
+  a->logits = allocate_buffer<act_t>(arena, size_t(tokens * vocab_rows_));
   a->targets = allocate_buffer<int32_t>(arena, size_t(tokens));
   a->ce_stats = allocate_buffer<float>(arena, size_t(3 * tokens));
   backend_->upload().copy(a->targets.get(), targets.data, size_t(tokens) * sizeof(int32_t));
@@ -96,14 +97,14 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
 
 void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head backward: din");
+  backend_->expect(din, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head backward: din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernel_context();
   Gemm& gemm = backend_->gemm();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
 
-  bf16* dlogits = a->logits.get();
+  act_t* dlogits = a->logits.get();
   float gemm_scale = loss_scale;
   if (!a->logits_hold_gradient) {
     cross_entropy_backward(dlogits, a->targets.get(), a->ce_stats.get(), tokens, vocab_rows_, vocab_begin_,
@@ -111,24 +112,24 @@ void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
     gemm_scale = 1.0f;
   }
   gemm.linear_backward_weight(dlogits, a->xn.get(), word_->grad(), tokens, h, vocab_rows_, nullptr, gemm_scale);
-  auto d_xn = allocate_buffer<bf16>(backend_->arena(), size_t(tokens * h));
+  auto d_xn = allocate_buffer<act_t>(backend_->arena(), size_t(tokens * h));
   gemm.linear_backward_input(dlogits, word_->working(), d_xn.get(), tokens, h, vocab_rows_, gemm_scale);
-  backend_->all_reduce(d_xn.get(), DType::BF16, tokens * h);
+  backend_->all_reduce(d_xn.get(), kActDType, tokens * h);
   layer_norm_backward(d_xn.get(), a->x.get(), ln_weight_->master(), a->ln_stats.get(), a->ln_stats.get() + tokens,
-                      nullptr, din.as<bf16>(), ln_weight_->grad(), ln_bias_->grad(), tokens, h, k);
+                      nullptr, din.as<act_t>(), ln_weight_->grad(), ln_bias_->grad(), tokens, h, k);
 }
 
 void FusedHead::release(int slot) { saved_.release(slot); }
 
 void FusedHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head logits: in");
+  backend_->expect(in, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head logits: in");
   backend_->expect(logits, DType::F32, MemoryKind::Cuda, {m.seq_len, m.micro_batch, vocab_rows_}, "head logits: logits");
   backend_->activate();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
-  auto xn = allocate_buffer<bf16>(backend_->arena(), size_t(tokens * h));
+  auto xn = allocate_buffer<act_t>(backend_->arena(), size_t(tokens * h));
   auto stats = allocate_buffer<float>(backend_->arena(), size_t(2 * tokens));
-  layer_norm_forward(in.as<const bf16>(), ln_weight_->master(), ln_bias_->master(), xn.get(), stats.get(),
+  layer_norm_forward(in.as<const act_t>(), ln_weight_->master(), ln_bias_->master(), xn.get(), stats.get(),
                      stats.get() + tokens, tokens, h, m.layernorm_eps, backend_->kernel_context());
   // fp32 straight from the GEMM's accumulator: sampling compares logits, bf16 would tie many.
   // Column-major: logits^T[V/t, tokens] = word(h x V/t as stored)^T * xn^T(h x tokens).
@@ -136,4 +137,5 @@ void FusedHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
                           CUDA_R_32F, vocab_rows_, 0.0f);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

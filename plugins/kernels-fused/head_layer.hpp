@@ -7,6 +7,7 @@
 #include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class FusedHead final : public HeadLayer {
  public:
@@ -29,4 +30,5 @@ class FusedHead final : public HeadLayer {
   SavedSlots<std::shared_ptr<Activations>> saved_{"kernels-fused: head"};
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

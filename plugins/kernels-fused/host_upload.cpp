@@ -6,6 +6,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 HostUpload::~HostUpload() {
   TeardownFailures failures;
@@ -41,4 +42,5 @@ void HostUpload::copy(void* dst, const void* src, size_t bytes) {
   PTDP_CALL(cudaEventRecord(b.done, stream_));
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -12,6 +12,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class HostUpload {
  public:
@@ -39,4 +40,5 @@ class HostUpload {
   size_t next_ = 0;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -18,11 +18,15 @@
 #include "working_copy.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 std::string check_model(const KernelsBinding& b) {
   const ModelSpec& m = b.model;
   auto positive = [](int v) { return v > 0; };
+  if ((b.working == DType::F16) != bool(PTDP_FUSED_FP16))
+    return std::string("the ") + kActName + " variant was bound for precision.params = \"" +
+           (b.working == DType::F16 ? "fp16" : "bf16") + "\"";
   if (b.tp_size < 1) return "tp_size " + std::to_string(b.tp_size) + " must be at least 1";
   if (b.tp_rank < 0 || b.tp_rank >= b.tp_size)
     return "tp_rank " + std::to_string(b.tp_rank) + " is outside [0, " + std::to_string(b.tp_size) + ")";
@@ -111,7 +115,8 @@ void KernelsFused::bind(const KernelsBinding& binding) {
                 std::to_string(devices) + " CUDA device(s)");
   device_index_ = binding.device_index;
   backend_ = std::make_shared<Backend>(binding, options_, log_);
-  log_.write(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", attention " +
+  log_.write(LogLevel::Info, "kernels-fused: device " + std::to_string(device_index_) + ", " + kActName +
+                                 " activations, attention " +
                                  backend_->attention().name() + ", GEMM workspace for " +
                                  (options_.gemm_workspace_scope == GemmWorkspaceScope::All ? "all GEMMs"
                                                                                             : "gradient epilogues") +
@@ -134,14 +139,15 @@ uint32_t KernelsFused::precisions() const {
   // read without creating a context.
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return 0;
+  const uint32_t fp16 = precision_bit(PrecisionSupport::Fp16);
   for (int d = 0; d < devices; ++d) {
     int major = 0, minor = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess)
-      return 0;
-    if (major * 10 + minor < 89) return 0;
+      return fp16;
+    if (major * 10 + minor < 89) return fp16;
   }
-  return precision_bit(PrecisionSupport::Fp8Hybrid);
+  return fp16 | precision_bit(PrecisionSupport::Fp8Hybrid);
 }
 
 int KernelsFused::device_count() const {
@@ -280,8 +286,8 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
     // An entry may be a range of a parameter (a distributed optimizer's shard): its working
     // copy is the same range of the parameter's.
     auto owner = b->parameter_holding(p.master.data);
-    bf16* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
-    if (working) owner->working_changed();
+    act_t* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
+    if (owner) owner->values_changed();
     list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
                               p.exp_avg_sq.as<float>(), working, p.master.numel(),
                               p.weight_decay ? step.weight_decay : 0.0f});
@@ -335,11 +341,11 @@ void KernelsFused::place_parameters(const std::vector<ParamRef>& params) {
 void KernelsFused::params_updated() {
   auto& b = bound();
   std::vector<CastTensor> list;
-  for (const auto& p : b->parameters())
-    if (p->working() && !p->placed_without_master() && p->numel() > 0) {
-      list.push_back(CastTensor{p->master(), p->working(), p->numel(), nullptr});
-      p->working_changed();
-    }
+  for (const auto& p : b->parameters()) {
+    if (p->placed_without_master()) continue;
+    p->values_changed();
+    if (p->working() && p->numel() > 0) list.push_back(CastTensor{p->master(), p->working(), p->numel(), nullptr});
+  }
   if (list.empty()) return;
   b->activate();
   const MultiTensorMetadata meta = pack_multi_tensor(list);
@@ -358,7 +364,7 @@ void KernelsFused::set_weights(const std::vector<ParamRef>& params) {
     // The working copy and the fp32 values the kernels read, in one pass over the given values.
     if (owner->numel() > 0 && (owner->working() || owner->master()))
       list.push_back(CastTensor{p.master.as<const float>(), owner->working(), owner->numel(), owner->master()});
-    owner->working_changed();
+    owner->values_changed();
   }
   if (list.empty()) return;
   b->activate();
@@ -408,4 +414,9 @@ void KernelsFused::expect_device(const Tensor& t, const std::string& what) const
                                                               : "CUDA device " + std::to_string(t.device.index)));
 }
 
+std::unique_ptr<LayerKernels> make_kernels_fused(const PluginContext& context) {
+  return std::make_unique<KernelsFused>(context);
+}
+
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -1,7 +1,7 @@
 #pragma once
-// KernelsFused: the LayerKernels backend in CUDA C++ (bf16 activations and weights, fp32 master
-// weights, gradients and Adam state). Until bind() it only knows its options; bind() makes the
-// Backend that the layers it hands out share.
+// KernelsFused: the LayerKernels backend in CUDA C++ (act_t activations and working weights: bf16,
+// or fp16 in the fp16 variant; fp32 master weights, gradients and Adam state). Until bind() it
+// only knows its options; bind() makes the Backend that the layers it hands out share.
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class KernelsFused final : public LayerKernels {
  public:
@@ -24,8 +25,9 @@ class KernelsFused final : public LayerKernels {
   void bind(const KernelsBinding& binding) override;
   Device device() const override { return Device{MemoryKind::Cuda, device_index_}; }
   int device_count() const override;
-  DType activation_dtype() const override { return DType::BF16; }
-  // FP8 (the hybrid recipe) where every visible GPU has FP8 tensor cores.
+  DType activation_dtype() const override { return kActDType; }
+  // fp16 (with loss scaling) on any GPU; FP8 (the hybrid recipe) where every visible GPU has
+  // FP8 tensor cores.
   uint32_t precisions() const override;
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
@@ -60,4 +62,8 @@ class KernelsFused final : public LayerKernels {
   std::shared_ptr<Backend> backend_;
 };
 
+// The plugin's factory of this variant (kernels_by_precision.cpp holds one of each).
+std::unique_ptr<LayerKernels> make_kernels_fused(const PluginContext& context);
+
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

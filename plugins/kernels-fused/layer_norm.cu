@@ -10,14 +10,15 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 constexpr int kWarpsPerBlock = kLayerNormWarpsPerBlock;
 
 template <int VEC>
-__global__ void layer_norm_forward_kernel(const bf16* __restrict__ x, const float* __restrict__ gamma,
-                                          const float* __restrict__ beta, bf16* __restrict__ y,
-                                          bf16* __restrict__ copy, float* __restrict__ mean_out,
+__global__ void layer_norm_forward_kernel(const act_t* __restrict__ x, const float* __restrict__ gamma,
+                                          const float* __restrict__ beta, act_t* __restrict__ y,
+                                          act_t* __restrict__ copy, float* __restrict__ mean_out,
                                           float* __restrict__ rstd_out, int64_t rows, int64_t cols, float eps) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -29,9 +30,9 @@ __global__ void layer_norm_forward_kernel(const bf16* __restrict__ x, const floa
 
 // The row held in registers (layer_norm_row.cuh): each lane issues all its loads of the row at once.
 template <int N>
-__global__ void layer_norm_forward_held_kernel(const bf16* __restrict__ x, const float* __restrict__ gamma,
-                                               const float* __restrict__ beta, bf16* __restrict__ y,
-                                               bf16* __restrict__ copy, float* __restrict__ mean_out,
+__global__ void layer_norm_forward_held_kernel(const act_t* __restrict__ x, const float* __restrict__ gamma,
+                                               const float* __restrict__ beta, act_t* __restrict__ y,
+                                               act_t* __restrict__ copy, float* __restrict__ mean_out,
                                                float* __restrict__ rstd_out, int64_t rows, float eps) {
   constexpr int64_t cols = 256 * N;
   const int lane = threadIdx.x & 31;
@@ -49,16 +50,16 @@ __global__ void layer_norm_forward_held_kernel(const bf16* __restrict__ x, const
 }
 
 template <int VEC>
-__global__ void layer_norm_input_grad_kernel(const bf16* dy, const bf16* __restrict__ x,
+__global__ void layer_norm_input_grad_kernel(const act_t* dy, const act_t* __restrict__ x,
                                              const float* __restrict__ gamma, const float* __restrict__ mean,
-                                             const float* __restrict__ rstd, const bf16* residual_grad, bf16* dx,
+                                             const float* __restrict__ rstd, const act_t* residual_grad, act_t* dx,
                                              int64_t rows, int64_t cols) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
   const float mu = mean[r], rs = rstd[r];
-  const bf16* xr = x + r * cols;
-  const bf16* dyr = dy + r * cols;
+  const act_t* xr = x + r * cols;
+  const act_t* dyr = dy + r * cols;
   // dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat))
   float sum_g = 0.0f, sum_gx = 0.0f;
   for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC) {
@@ -97,7 +98,7 @@ __global__ void layer_norm_input_grad_kernel(const bf16* dy, const bf16* __restr
 
 // Column sums of dy * xhat and dy, into partials [2][chunks][cols].
 template <int VEC>
-__global__ void layer_norm_param_grad_kernel(const bf16* __restrict__ dy, const bf16* __restrict__ x,
+__global__ void layer_norm_param_grad_kernel(const act_t* __restrict__ dy, const act_t* __restrict__ x,
                                              const float* __restrict__ mean, const float* __restrict__ rstd,
                                              int64_t rows, int64_t cols, int64_t rows_per_chunk,
                                              float* __restrict__ partials) {
@@ -123,13 +124,13 @@ __global__ void layer_norm_param_grad_kernel(const bf16* __restrict__ dy, const 
 
 // What layer_norm_backward reads and writes, as the one-launch kernel takes it.
 struct BackwardArgs {
-  const bf16* dy;
-  const bf16* x;
+  const act_t* dy;
+  const act_t* x;
   const float* gamma;
   const float* mean;
   const float* rstd;
-  const bf16* residual_grad;
-  bf16* dx;
+  const act_t* residual_grad;
+  act_t* dx;
   float* dgamma;
   float* dbeta;
   float* residual_sum;
@@ -154,9 +155,9 @@ __global__ void layer_norm_backward_fused_kernel(BackwardArgs args, float* __res
   // are behind may still read the previous row's, so one barrier per row suffices.
   __shared__ float reduce[2][2][32];
   const int64_t rows = args.rows, cols = args.cols;
-  const bf16* __restrict__ x = args.x;
-  const bf16* dy = args.dy;  // dx may be dy or the residual gradient
-  const bf16* residual_grad = args.residual_grad;
+  const act_t* __restrict__ x = args.x;
+  const act_t* dy = args.dy;  // dx may be dy or the residual gradient
+  const act_t* residual_grad = args.residual_grad;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31, warps = blockDim.x / 32;
   const int64_t per_block = (rows + gridDim.x - 1) / gridDim.x;
   const int64_t begin = int64_t(blockIdx.x) * per_block, end = min(rows, begin + per_block);
@@ -169,7 +170,7 @@ __global__ void layer_norm_backward_fused_kernel(BackwardArgs args, float* __res
   }
   // This thread's elements of one row, as loaded, and the row's statistics.
   struct Row {
-    Bf16Vec<VEC> x[GROUPS], dy[GROUPS], res[GROUPS];
+    ActVec<VEC> x[GROUPS], dy[GROUPS], res[GROUPS];
     float mean, rstd;
   };
   const auto load_row = [&](int64_t r, Row& row) {
@@ -317,8 +318,8 @@ bool fused_backward(const BackwardArgs& args, const KernelContext& ctx) {
 
 }  // namespace
 
-void layer_norm_forward(const bf16* x, const float* gamma, const float* beta, bf16* y, float* mean, float* rstd,
-                        int64_t rows, int64_t cols, float eps, const KernelContext& ctx, bf16* copy) {
+void layer_norm_forward(const act_t* x, const float* gamma, const float* beta, act_t* y, float* mean, float* rstd,
+                        int64_t rows, int64_t cols, float eps, const KernelContext& ctx, act_t* copy) {
   if (rows == 0 || cols == 0) return;
   const unsigned blocks = blocks_for(rows, kWarpsPerBlock);
   const int threads = kWarpsPerBlock * 32;
@@ -335,8 +336,8 @@ void layer_norm_forward(const bf16* x, const float* gamma, const float* beta, bf
   PTDP_LAUNCH_CHECK(layer_norm_forward_kernel);
 }
 
-void layer_norm_backward(const bf16* dy, const bf16* x, const float* gamma, const float* mean, const float* rstd,
-                         const bf16* residual_grad, bf16* dx, float* dgamma, float* dbeta, int64_t rows,
+void layer_norm_backward(const act_t* dy, const act_t* x, const float* gamma, const float* mean, const float* rstd,
+                         const act_t* residual_grad, act_t* dx, float* dgamma, float* dbeta, int64_t rows,
                          int64_t cols, const KernelContext& ctx, float* residual_sum) {
   if (rows == 0 || cols == 0) return;
   if (!residual_grad) residual_sum = nullptr;
@@ -368,4 +369,5 @@ void layer_norm_backward(const bf16* dy, const bf16* x, const float* gamma, cons
   PTDP_LAUNCH_CHECK(layer_norm_input_grad_kernel);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -7,6 +7,7 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 constexpr int kLayerNormWarpsPerBlock = 8;
 
@@ -43,13 +44,13 @@ struct HeldRow {
 // over registers, so the warp keeps all its loads in flight at once.
 template <int N>
 __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, const float* __restrict__ gamma,
-                                                        const float* __restrict__ beta, bf16* __restrict__ yr,
+                                                        const float* __restrict__ beta, act_t* __restrict__ yr,
                                                         int64_t cols, float eps, int lane) {
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     float v[8];
-    unpack_bf16x8(row.raw[i], v);
+    unpack_act8(row.raw[i], v);
 #pragma unroll
     for (int k = 0; k < 8; ++k) sum += v[k];
   }
@@ -58,7 +59,7 @@ __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, c
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     float v[8];
-    unpack_bf16x8(row.raw[i], v);
+    unpack_act8(row.raw[i], v);
 #pragma unroll
     for (int k = 0; k < 8; ++k) sq += (v[k] - mean) * (v[k] - mean);
   }
@@ -67,7 +68,7 @@ __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, c
   for (int i = 0; i < N; ++i) {
     const int64_t c = int64_t(lane) * 8 + int64_t(i) * 256;
     float v[8], g[8], b[8];
-    unpack_bf16x8(row.raw[i], v);
+    unpack_act8(row.raw[i], v);
     load_vec<8>(gamma + c, g);
     load_vec<8>(beta + c, b);
 #pragma unroll
@@ -80,9 +81,9 @@ __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, c
 // The same over a row of any width, read three times; after the first pass it comes from cache.
 // copy, when not null, receives the row as read.
 template <int VEC>
-__device__ __forceinline__ RowStats layer_norm_row(const bf16* __restrict__ xr, const float* __restrict__ gamma,
-                                                   const float* __restrict__ beta, bf16* __restrict__ yr,
-                                                   bf16* __restrict__ copy, int64_t cols, float eps, int lane) {
+__device__ __forceinline__ RowStats layer_norm_row(const act_t* __restrict__ xr, const float* __restrict__ gamma,
+                                                   const float* __restrict__ beta, act_t* __restrict__ yr,
+                                                   act_t* __restrict__ copy, int64_t cols, float eps, int lane) {
   float sum = 0.0f;
   for (int64_t c = int64_t(lane) * VEC; c < cols; c += 32 * VEC) {
     float v[VEC];
@@ -125,4 +126,5 @@ bool dispatch_held_row(int64_t cols, Body&& body) {
   }
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

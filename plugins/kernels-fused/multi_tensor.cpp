@@ -1,6 +1,7 @@
 #include "multi_tensor.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 const void* MetadataCache::device_copy(const std::vector<uint8_t>& bytes) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -16,4 +17,5 @@ const void* MetadataCache::device_copy(const std::vector<uint8_t>& bytes) {
   return entries_.front().second.get();
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

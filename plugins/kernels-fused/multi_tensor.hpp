@@ -13,6 +13,7 @@
 #include "host_upload.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 constexpr int64_t kChunkElements = 65536;
 
@@ -56,4 +57,5 @@ class MetadataCache {
   std::list<std::pair<std::vector<uint8_t>, std::shared_ptr<void>>> entries_;  // most recent first
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

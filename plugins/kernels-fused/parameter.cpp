@@ -3,6 +3,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, cudaStream_t stream)
     : spec_(spec), device_(device) {
@@ -15,8 +16,8 @@ Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, 
   master_ = base();
   grad_ = base() + stride_;
   if (spec_.working_copy) {
-    working_ = arena.allocate(size_t(numel_) * sizeof(bf16));
-    PTDP_CALL(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(bf16), stream));
+    working_ = arena.allocate(size_t(numel_) * sizeof(act_t));
+    PTDP_CALL(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(act_t), stream));
   }
 }
 
@@ -50,6 +51,10 @@ void Parameter::place(float* master, float* grad, DeviceArena& arena, cudaStream
     own_master_ = arena.allocate(size_t(numel_) * sizeof(float));
     master = static_cast<float*>(own_master_.get());
   }
+  if (placed_without_master_ && spec_.working_copy_without_master && !working_ && numel_ > 0) {
+    working_ = arena.allocate(size_t(numel_) * sizeof(act_t));  // set_weights fills it
+    PTDP_CALL(cudaMemsetAsync(working_.get(), 0, size_t(numel_) * sizeof(act_t), stream));
+  }
   if (master)
     PTDP_CALL(cudaMemcpyAsync(master, master_, size_t(numel_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   master_ = master;
@@ -58,4 +63,5 @@ void Parameter::place(float* master, float* grad, DeviceArena& arena, cudaStream
   state_.reset();
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -16,6 +16,7 @@
 #include "ptdp/layer_kernels.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct ParameterSpec {
   std::string name;
@@ -26,6 +27,10 @@ struct ParameterSpec {
   bool weight_decay = true;
   bool working_copy = false;
   bool fp32_reads = true;  // kernels read the fp32 values (LayerNorm, biases, embedding lookups)
+  // A working copy only where the core keeps no master here (the distributed optimizer): an FP8
+  // block's GEMM weights are cast from the fp32 master where there is one, and from the working
+  // copy, which set_weights refreshes, where there is none.
+  bool working_copy_without_master = false;
 };
 
 // A parameter of ptdp/gpt_parameters.hpp's table; `working_copy`: a bf16 copy that the GEMMs
@@ -48,15 +53,16 @@ class Parameter {
   float* grad() const { return grad_; }
   float* exp_avg() const { return state_ ? base() + 2 * stride_ : nullptr; }
   float* exp_avg_sq() const { return state_ ? base() + 3 * stride_ : nullptr; }
-  bf16* working() const { return static_cast<bf16*>(working_.get()); }
-  // Counts the changes of the working copy (the optimizer step, set_weights, params_updated), so
-  // that a copy made from it, as FP8 weights are, is made again only when it changed.
-  uint64_t working_version() const { return working_version_; }
-  void working_changed() { ++working_version_; }
+  act_t* working() const { return static_cast<act_t*>(working_.get()); }
+  // Counts the changes of the values (the optimizer step, set_weights, params_updated), so that a
+  // copy made from them, as FP8 weights are, is made again only when they changed.
+  uint64_t values_version() const { return values_version_; }
+  void values_changed() { ++values_version_; }
   ParamRef ref() const;
   // The master weights (copied on the stream) and the gradient move to the core's memory; this
   // parameter's own block goes back to the arena. A null master: the core keeps none, and the
-  // fp32 values move to a block of their own if the kernels read them.
+  // fp32 values move to a block of their own if the kernels read them, and a working copy is made
+  // under working_copy_without_master.
   void place(float* master, float* grad, DeviceArena& arena, cudaStream_t stream);
 
  private:
@@ -71,7 +77,8 @@ class Parameter {
   bool placed_without_master_ = false;
   std::shared_ptr<void> own_master_;  // the fp32 values, placed without a master and read
   std::shared_ptr<void> working_;  // bf16 copy of master, or null
-  uint64_t working_version_ = 1;
+  uint64_t values_version_ = 1;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

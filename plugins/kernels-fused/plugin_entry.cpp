@@ -1,5 +1,5 @@
 // The kernels-fused plugin's entry symbol and configuration schema.
-#include "kernels_fused.hpp"
+#include "kernels_by_precision.hpp"
 #include "ptdp/plugin.hpp"
 
 namespace {
@@ -57,5 +57,5 @@ const ptdp::ConfigKeySpec kSchema[] = {
 
 }  // namespace
 
-PTDP_PLUGIN(ptdp::PluginKind::LayerKernels, ptdp::LayerKernels, ptdp::fused::KernelsFused, "kernels-fused", "0.1.0",
+PTDP_PLUGIN(ptdp::PluginKind::LayerKernels, ptdp::LayerKernels, ptdp::fused::KernelsByPrecision, "kernels-fused", "0.1.0",
             kSchema)

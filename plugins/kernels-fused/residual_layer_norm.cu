@@ -5,14 +5,15 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 // One warp per row, as layer_norm.cu: each lane writes its columns of the sum, then reads the
 // same columns back in layer_norm_row, so no other thread's write needs to be seen.
 template <int VEC, bool DROPOUT>
-__global__ void bias_dropout_add_layer_norm_kernel(const bf16* x, const float* __restrict__ bias, const bf16* residual,
-                                                   bf16* out, const float* __restrict__ gamma,
-                                                   const float* __restrict__ beta, bf16* __restrict__ y,
+__global__ void bias_dropout_add_layer_norm_kernel(const act_t* x, const float* __restrict__ bias, const act_t* residual,
+                                                   act_t* out, const float* __restrict__ gamma,
+                                                   const float* __restrict__ beta, act_t* __restrict__ y,
                                                    float* __restrict__ mean_out, float* __restrict__ rstd_out,
                                                    int64_t rows, int64_t cols, float eps, DropoutSite dropout) {
   const int lane = threadIdx.x & 31;
@@ -27,10 +28,10 @@ __global__ void bias_dropout_add_layer_norm_kernel(const bf16* x, const float* _
 // The row held in registers (layer_norm_row.cuh): the sum is rounded to bf16 as it is written, and
 // normalized from those registers.
 template <int N, bool DROPOUT>
-__global__ void bias_dropout_add_layer_norm_held_kernel(const bf16* x, const float* __restrict__ bias,
-                                                        const bf16* residual, bf16* out,
+__global__ void bias_dropout_add_layer_norm_held_kernel(const act_t* x, const float* __restrict__ bias,
+                                                        const act_t* residual, act_t* out,
                                                         const float* __restrict__ gamma,
-                                                        const float* __restrict__ beta, bf16* __restrict__ y,
+                                                        const float* __restrict__ beta, act_t* __restrict__ y,
                                                         float* __restrict__ mean_out, float* __restrict__ rstd_out,
                                                         int64_t rows, float eps, DropoutSite dropout) {
   constexpr int64_t cols = 256 * N;
@@ -43,7 +44,7 @@ __global__ void bias_dropout_add_layer_norm_held_kernel(const bf16* x, const flo
     const int64_t c = int64_t(lane) * 8 + int64_t(i) * 256;
     float v[8];
     bias_dropout_add_values<8, DROPOUT>(x, bias, residual, r, c, cols, dropout, v);
-    row.raw[i] = pack_bf16x8(v);
+    row.raw[i] = pack_act8(v);
     *reinterpret_cast<uint4*>(out + r * cols + c) = row.raw[i];
   }
   const RowStats stats = layer_norm_held_row<N>(row, gamma, beta, y + r * cols, cols, eps, lane);
@@ -51,8 +52,8 @@ __global__ void bias_dropout_add_layer_norm_held_kernel(const bf16* x, const flo
 }
 
 template <bool DROPOUT>
-void launch(const bf16* x, const float* bias, const bf16* residual, bf16* out, const float* gamma, const float* beta,
-            bf16* y, float* mean, float* rstd, int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
+void launch(const act_t* x, const float* bias, const act_t* residual, act_t* out, const float* gamma, const float* beta,
+            act_t* y, float* mean, float* rstd, int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
             const KernelContext& ctx) {
   const unsigned blocks = blocks_for(rows, kLayerNormWarpsPerBlock);
   const int threads = kLayerNormWarpsPerBlock * 32;
@@ -71,8 +72,8 @@ void launch(const bf16* x, const float* bias, const bf16* residual, bf16* out, c
 
 }  // namespace
 
-void bias_dropout_add_layer_norm_forward(const bf16* x, const float* bias, const bf16* residual, bf16* out,
-                                         const float* gamma, const float* beta, bf16* y, float* mean, float* rstd,
+void bias_dropout_add_layer_norm_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out,
+                                         const float* gamma, const float* beta, act_t* y, float* mean, float* rstd,
                                          int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
                                          const KernelContext& ctx) {
   if (rows == 0 || cols == 0) return;
@@ -82,4 +83,5 @@ void bias_dropout_add_layer_norm_forward(const bf16* x, const float* bias, const
     launch<false>(x, bias, residual, out, gamma, beta, y, mean, rstd, rows, cols, eps, dropout, ctx);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

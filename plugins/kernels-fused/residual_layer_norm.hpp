@@ -9,14 +9,16 @@
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // out = residual + dropout(x + bias), then y = LayerNorm(out) with mean and rstd as
 // layer_norm_forward writes them: the bits of bias_dropout_add_forward then layer_norm_forward.
 // x, residual, out, y: bf16 [rows, cols]; out may be x or residual, y is none of them. bias,
 // gamma, beta: fp32 [cols].
-void bias_dropout_add_layer_norm_forward(const bf16* x, const float* bias, const bf16* residual, bf16* out,
-                                         const float* gamma, const float* beta, bf16* y, float* mean, float* rstd,
+void bias_dropout_add_layer_norm_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out,
+                                         const float* gamma, const float* beta, act_t* y, float* mean, float* rstd,
                                          int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
                                          const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

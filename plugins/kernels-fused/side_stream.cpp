@@ -3,6 +3,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 SideStream::SideStream(cudaStream_t compute, const PluginLog& log) : compute_(compute), log_(log) {
   PTDP_CALL(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
@@ -39,4 +40,5 @@ void SideStream::compute_waits() {
   PTDP_CALL(cudaStreamWaitEvent(compute_, side_done_, 0));
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -8,6 +8,7 @@
 #include "ptdp/plugin_log.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class SideStream {
  public:
@@ -27,4 +28,5 @@ class SideStream {
   cudaEvent_t compute_done_ = nullptr, side_done_ = nullptr;
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -6,6 +6,7 @@
 #include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 enum class Mask { Causal, General };
@@ -24,14 +25,14 @@ __device__ __forceinline__ const uint8_t* mask_row(const uint8_t* mask, int64_t 
 
 // One warp per row; each lane holds ITERS vectors of 8 keys in registers.
 template <int ITERS, Mask MASK>
-__global__ void softmax_forward_warp(const bf16* in, bf16* out, const uint8_t* __restrict__ mask, int64_t total_rows,
+__global__ void softmax_forward_warp(const act_t* in, act_t* out, const uint8_t* __restrict__ mask, int64_t total_rows,
                                      int rows, int heads, int cols, float scale) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= total_rows) return;
   const int query = static_cast<int>(r % rows);
-  const bf16* src = in + r * cols;
-  bf16* dst = out + r * cols;
+  const act_t* src = in + r * cols;
+  act_t* dst = out + r * cols;
   const uint8_t* mrow = MASK == Mask::General ? mask_row(mask, r, rows, heads, cols) : nullptr;
 
   float v[ITERS][8];
@@ -92,34 +93,34 @@ __device__ __forceinline__ float block_reduce(float v, bool is_max, float* share
 
 // One block per row, any row length: the row is read from memory (mostly cache) in three passes.
 template <Mask MASK>
-__global__ void softmax_forward_block(const bf16* in, bf16* out, const uint8_t* __restrict__ mask, int rows,
+__global__ void softmax_forward_block(const act_t* in, act_t* out, const uint8_t* __restrict__ mask, int rows,
                                       int heads, int cols, float scale) {
   __shared__ float shared[32];
   const int64_t r = blockIdx.x;
   const int query = static_cast<int>(r % rows);
-  const bf16* src = in + r * cols;
-  bf16* dst = out + r * cols;
+  const act_t* src = in + r * cols;
+  act_t* dst = out + r * cols;
   const uint8_t* mrow = MASK == Mask::General ? mask_row(mask, r, rows, heads, cols) : nullptr;
   auto visible = [&](int j) { return MASK == Mask::Causal ? j <= query : mrow[j] == 0; };
   const int end = MASK == Mask::Causal ? min(cols, query + 1) : cols;
 
   float row_max = -FLT_MAX;
   for (int j = threadIdx.x; j < end; j += blockDim.x)
-    if (visible(j)) row_max = fmaxf(row_max, __bfloat162float(src[j]) * scale);
+    if (visible(j)) row_max = fmaxf(row_max, to_float(src[j]) * scale);
   row_max = block_reduce(row_max, true, shared);
   float sum = 0.0f;
   for (int j = threadIdx.x; j < end; j += blockDim.x)
-    if (visible(j)) sum += __expf(__bfloat162float(src[j]) * scale - row_max);
+    if (visible(j)) sum += __expf(to_float(src[j]) * scale - row_max);
   sum = block_reduce(sum, false, shared);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   for (int j = threadIdx.x; j < cols; j += blockDim.x) {
-    const float p = j < end && visible(j) ? __expf(__bfloat162float(src[j]) * scale - row_max) * inv : 0.0f;
-    dst[j] = __float2bfloat16(p);
+    const float p = j < end && visible(j) ? __expf(to_float(src[j]) * scale - row_max) * inv : 0.0f;
+    dst[j] = to_act(p);
   }
 }
 
 template <Mask MASK, int ITERS>
-void launch_warp_forward(const bf16* in, bf16* out, const uint8_t* mask, int64_t total_rows, int rows, int heads,
+void launch_warp_forward(const act_t* in, act_t* out, const uint8_t* mask, int64_t total_rows, int rows, int heads,
                          int cols, float scale, const KernelContext& ctx) {
   softmax_forward_warp<ITERS, MASK><<<blocks_for(total_rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, ctx.stream>>>(
       in, out, mask, total_rows, rows, heads, cols, scale);
@@ -127,7 +128,7 @@ void launch_warp_forward(const bf16* in, bf16* out, const uint8_t* mask, int64_t
 }
 
 template <Mask MASK>
-void softmax_forward(const bf16* in, bf16* out, const uint8_t* mask, int64_t total_rows, int rows, int heads,
+void softmax_forward(const act_t* in, act_t* out, const uint8_t* mask, int64_t total_rows, int rows, int heads,
                      int cols, float scale, const KernelContext& ctx) {
   if (total_rows == 0 || cols == 0) return;
   if (cols % 8 == 0 && cols <= kMaxWarpIters * 256) {
@@ -145,7 +146,7 @@ void softmax_forward(const bf16* in, bf16* out, const uint8_t* mask, int64_t tot
 }
 
 template <int ITERS, bool CAUSAL>
-__global__ void softmax_backward_warp(const bf16* __restrict__ probs, const bf16* dprobs, bf16* dscores,
+__global__ void softmax_backward_warp(const act_t* __restrict__ probs, const act_t* dprobs, act_t* dscores,
                                       int64_t total_rows, int rows, int cols, float scale) {
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -179,25 +180,25 @@ __global__ void softmax_backward_warp(const bf16* __restrict__ probs, const bf16
 }
 
 template <bool CAUSAL>
-__global__ void softmax_backward_block(const bf16* __restrict__ probs, const bf16* dprobs, bf16* dscores, int rows,
+__global__ void softmax_backward_block(const act_t* __restrict__ probs, const act_t* dprobs, act_t* dscores, int rows,
                                        int cols, float scale) {
   __shared__ float shared[32];
   const int64_t r = blockIdx.x;
   const int query = static_cast<int>(r % rows);
   const int end = CAUSAL ? min(cols, query + 1) : cols;
-  const bf16* p = probs + r * cols;
-  const bf16* g = dprobs + r * cols;
+  const act_t* p = probs + r * cols;
+  const act_t* g = dprobs + r * cols;
   float dot = 0.0f;
-  for (int j = threadIdx.x; j < end; j += blockDim.x) dot += __bfloat162float(p[j]) * __bfloat162float(g[j]);
+  for (int j = threadIdx.x; j < end; j += blockDim.x) dot += to_float(p[j]) * to_float(g[j]);
   dot = block_reduce(dot, false, shared);
   for (int j = threadIdx.x; j < cols; j += blockDim.x) {
-    const float d = j < end ? scale * __bfloat162float(p[j]) * (__bfloat162float(g[j]) - dot) : 0.0f;
-    dscores[r * cols + j] = __float2bfloat16(d);
+    const float d = j < end ? scale * to_float(p[j]) * (to_float(g[j]) - dot) : 0.0f;
+    dscores[r * cols + j] = to_act(d);
   }
 }
 
 template <bool CAUSAL, int ITERS>
-void launch_warp_backward(const bf16* probs, const bf16* dprobs, bf16* dscores, int64_t total_rows, int rows,
+void launch_warp_backward(const act_t* probs, const act_t* dprobs, act_t* dscores, int64_t total_rows, int rows,
                           int cols, float scale, const KernelContext& ctx) {
   softmax_backward_warp<ITERS, CAUSAL><<<blocks_for(total_rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, ctx.stream>>>(
       probs, dprobs, dscores, total_rows, rows, cols, scale);
@@ -205,7 +206,7 @@ void launch_warp_backward(const bf16* probs, const bf16* dprobs, bf16* dscores, 
 }
 
 template <bool CAUSAL>
-void softmax_backward(const bf16* probs, const bf16* dprobs, bf16* dscores, int64_t total_rows, int rows, int cols,
+void softmax_backward(const act_t* probs, const act_t* dprobs, act_t* dscores, int64_t total_rows, int rows, int cols,
                       float scale, const KernelContext& ctx) {
   if (cols % 8 == 0 && cols <= kMaxWarpIters * 256) {
     const int iters = (cols + 255) / 256;
@@ -223,21 +224,22 @@ void softmax_backward(const bf16* probs, const bf16* dprobs, bf16* dscores, int6
 
 }  // namespace
 
-void scaled_causal_softmax_forward(const bf16* scores, bf16* probs, int64_t matrices, int rows, int cols,
+void scaled_causal_softmax_forward(const act_t* scores, act_t* probs, int64_t matrices, int rows, int cols,
                                    float scale, const KernelContext& ctx) {
   softmax_forward<Mask::Causal>(scores, probs, nullptr, matrices * rows, rows, 1, cols, scale, ctx);
 }
 
-void scaled_masked_softmax_forward(const bf16* scores, const uint8_t* mask, bf16* probs, int64_t batch,
+void scaled_masked_softmax_forward(const act_t* scores, const uint8_t* mask, act_t* probs, int64_t batch,
                                    int heads, int rows, int cols, float scale, const KernelContext& ctx) {
   softmax_forward<Mask::General>(scores, probs, mask, batch * heads * rows, rows, heads, cols, scale, ctx);
 }
 
-void scaled_softmax_backward(const bf16* probs, const bf16* dprobs, bf16* dscores, int64_t matrices, int rows,
+void scaled_softmax_backward(const act_t* probs, const act_t* dprobs, act_t* dscores, int64_t matrices, int rows,
                              int cols, float scale, bool causal, const KernelContext& ctx) {
   if (matrices == 0 || rows == 0 || cols == 0) return;
   if (causal) softmax_backward<true>(probs, dprobs, dscores, matrices * rows, rows, cols, scale, ctx);
   else softmax_backward<false>(probs, dprobs, dscores, matrices * rows, rows, cols, scale, ctx);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

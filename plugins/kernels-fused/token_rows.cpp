@@ -3,6 +3,7 @@
 #include <algorithm>
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 TokenRows group_rows_by_token(const int32_t* tokens, int64_t count, int64_t vocab_begin, int64_t vocab_rows) {
   std::vector<int32_t> order;
@@ -31,4 +32,5 @@ TokenRows group_rows_by_token(const int32_t* tokens, int64_t count, int64_t voca
   return out;
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -6,6 +6,7 @@
 #include <vector>
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct TokenRows {
   int32_t unique = 0;                 // distinct tokens of this rank's vocabulary shard
@@ -29,4 +30,5 @@ inline TokenRowsView view_token_rows(const int32_t* device_packed, int32_t uniqu
   return TokenRowsView{device_packed, device_packed + unique, device_packed + 2 * unique + 1, unique};
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

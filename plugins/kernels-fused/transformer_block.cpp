@@ -12,20 +12,21 @@
 #include "zero_fill.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // What backward reads, per microbatch in flight. Dropout masks are redrawn, not kept.
 struct FusedTransformerBlock::Activations {
-  DeviceBuffer<bf16> x;           // block input          [tokens, h]
-  DeviceBuffer<bf16> ln1;         // ln1(x)               [tokens, h]
+  DeviceBuffer<act_t> x;          // block input          [tokens, h]
+  DeviceBuffer<act_t> ln1;        // ln1(x)               [tokens, h]
   DeviceBuffer<float> ln1_stats;  // mean | rstd         [2, tokens]
-  DeviceBuffer<bf16> qkv;         // with bias            [tokens, 3, width]
-  DeviceBuffer<bf16> ctx;         // attention output     [tokens, width]
+  DeviceBuffer<act_t> qkv;        // with bias            [tokens, 3, width]
+  DeviceBuffer<act_t> ctx;        // attention output     [tokens, width]
   std::shared_ptr<void> attention;
-  DeviceBuffer<bf16> h;           // after attention      [tokens, h]
-  DeviceBuffer<bf16> ln2;         // ln2(h)               [tokens, h]
+  DeviceBuffer<act_t> h;          // after attention      [tokens, h]
+  DeviceBuffer<act_t> ln2;        // ln2(h)               [tokens, h]
   DeviceBuffer<float> ln2_stats;  // mean | rstd         [2, tokens]
-  DeviceBuffer<bf16> fc1;         // FC1 output: before its bias, or with it under gelu_epilogue [tokens, ffn]
-  DeviceBuffer<bf16> act;         // gelu(fc1 + bias)     [tokens, ffn]
+  DeviceBuffer<act_t> fc1;        // FC1 output: before its bias, or with it under gelu_epilogue [tokens, ffn]
+  DeviceBuffer<act_t> act;        // gelu(fc1 + bias)     [tokens, ffn]
   // Under FP8: each linear layer's input cast to E4M3 and transposed ([in, tokens]), which its
   // weight gradient reads in place of ln1, ctx, ln2 and act, and the inverse of its scale.
   DeviceBuffer<fp8> input_t[kFp8BlockLinears];
@@ -37,7 +38,7 @@ namespace {
 // The block's linear layers, in kFp8BlockLinearNames' order.
 constexpr int kQkv = 0, kProj = 1, kFc1 = 2, kFc2 = 3;
 
-GemmEpilogue bias_epilogue(const bf16* bias) {
+GemmEpilogue bias_epilogue(const act_t* bias) {
   GemmEpilogue e;
   e.kind = GemmEpilogue::Kind::Bias;
   e.bias = bias;
@@ -66,13 +67,19 @@ FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, i
   std::shared_ptr<Parameter>* const in_table_order[] = {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_,
                                                       &proj_weight_, &proj_bias_, &ln2_weight_, &ln2_bias_,
                                                       &fc1_weight_, &fc1_bias_, &fc2_weight_, &fc2_bias_};
-  // Which parameters the GEMMs read in bf16 (a bias the epilogue adds, too), and which other
-  // kernels read in fp32 (LayerNorm, bias + GeLU, bias + dropout + add).
+  // Which parameters the GEMMs read in act_t (a bias the epilogue adds, too), and which other
+  // kernels read in fp32 (LayerNorm, bias + GeLU, bias + dropout + add). In an FP8 block the four
+  // weights are read as FP8 copies cast from their fp32 masters: no working copy, except under
+  // the distributed optimizer, where this rank keeps no master.
+  const bool gemm_weight[] = {false, false, true, false, true, false, false, false, true, false, true, false};
   const bool working[] = {false, false, true, true, true, false, false, false, true, gelu_epilogue_, true, false};
   const bool fp32[] = {true, true, false, false, false, true, true, true, false, true, false, true};
   const auto table = gpt_block_parameters(layer_, h, m.ffn_hidden, t, r);
-  for (size_t i = 0; i < table.size(); ++i)
-    *in_table_order[i] = backend_->make_parameter(spec_of(table[i], working[i], fp32[i]));
+  for (size_t i = 0; i < table.size(); ++i) {
+    ParameterSpec spec = spec_of(table[i], working[i], fp32[i]);
+    if (fp8_ && gemm_weight[i]) spec.working_copy = false, spec.working_copy_without_master = true;
+    *in_table_order[i] = backend_->make_parameter(spec);
+  }
 }
 
 std::vector<ParamRef> FusedTransformerBlock::parameters() {
@@ -84,8 +91,8 @@ std::vector<ParamRef> FusedTransformerBlock::parameters() {
 void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) {
   const ModelSpec& m = backend_->model();
   const std::string where = "block " + std::to_string(layer_) + " forward: ";
-  backend_->expect(in, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "in");
-  backend_->expect(out, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "out");
+  backend_->expect(in, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "in");
+  backend_->expect(out, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "out");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernel_context();
@@ -95,18 +102,18 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   auto a = std::make_shared<Activations>();
   // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
   // copy as it reads it. Until `out` is written, the block reads `in` itself.
-  const bf16* x = in.as<const bf16>();
-  if (save) a->x = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  a->ln1 = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  const act_t* x = in.as<const act_t>();
+  if (save) a->x = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  a->ln1 = allocate_buffer<act_t>(arena, size_t(tokens * h));
   a->ln1_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
-  a->qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
-  a->ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
-  a->h = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  a->ln2 = allocate_buffer<bf16>(arena, size_t(tokens * h));
+  a->qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
+  a->ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
+  a->h = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  a->ln2 = allocate_buffer<act_t>(arena, size_t(tokens * h));
   a->ln2_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
-  a->fc1 = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
-  a->act = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
-  auto partial = allocate_buffer<bf16>(arena, size_t(tokens * h));  // row-parallel GEMM outputs
+  a->fc1 = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
+  a->act = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
+  auto partial = allocate_buffer<act_t>(arena, size_t(tokens * h));  // row-parallel GEMM outputs
   if (fp8_) {
     a->input_scale_inv = allocate_buffer<float>(arena, size_t(kScaleStride) * kFp8BlockLinears);
     Parameter* const weights[kFp8BlockLinears] = {qkv_weight_.get(), proj_weight_.get(), fc1_weight_.get(),
@@ -121,7 +128,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
                  3 * width_, mb, *a, save);
   a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
   linear_forward(kProj, a->ctx.get(), true, *proj_weight_, {}, partial.get(), width_, h, mb, *a, save);
-  backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
+  backend_->all_reduce(partial.get(), kActDType, tokens * h);
   const DropoutSite attention_dropout = backend_->dropout_site(mb, 1 + 2 * layer_);
   if (backend_->options().fused_residual_layer_norm) {
     // The MLP half's LayerNorm too, in the same kernel.
@@ -148,16 +155,16 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
     bias_gelu_forward(a->fc1.get(), fc1_bias_->master(), a->act.get(), tokens, ffn_, k);
   }
   linear_forward(kFc2, a->act.get(), true, *fc2_weight_, {}, partial.get(), ffn_, h, mb, *a, save);
-  backend_->all_reduce(partial.get(), DType::BF16, tokens * h);
-  bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<bf16>(), tokens, h,
+  backend_->all_reduce(partial.get(), kActDType, tokens * h);
+  bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<act_t>(), tokens, h,
                            backend_->dropout_site(mb, 2 + 2 * layer_), k);
 
   if (fp8_) a->ln1 = a->ln2 = a->act = {};  // the weight gradients read the FP8 transposes instead
   if (save) saved_.put(mb.slot, std::move(a));
 }
 
-void FusedTransformerBlock::linear_forward(int k, const bf16* x, bool x_sharded, Parameter& weight,
-                                           const GemmEpilogue& epilogue, bf16* y, int64_t in, int64_t out,
+void FusedTransformerBlock::linear_forward(int k, const act_t* x, bool x_sharded, Parameter& weight,
+                                           const GemmEpilogue& epilogue, act_t* y, int64_t in, int64_t out,
                                            const MicroBatch& mb, Activations& a, bool save) {
   const ModelSpec& m = backend_->model();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
@@ -169,11 +176,11 @@ void FusedTransformerBlock::linear_forward(int k, const bf16* x, bool x_sharded,
   if (save) a.input_t[k] = allocate_buffer<fp8>(backend_->arena(), size_t(tokens * in));
   float* scale_inv = a.input_scale_inv.get() + kScaleStride * k;
   fp8_->cast(k, Fp8Operand::Input, x, tokens, in, x_sharded, mb.training, x8.get(), a.input_t[k].get(), scale_inv);
-  gemm.fp8_nt(Fp8Matrix{x8.get(), false, scale_inv}, fp8_->weight(k), tokens, out, in, y, CUDA_R_16BF, 0.0f, epilogue,
+  gemm.fp8_nt(Fp8Matrix{x8.get(), false, scale_inv}, fp8_->weight(k), tokens, out, in, y, kActCudaType, 0.0f, epilogue,
               backend_->options().fp8_forward_fast_accumulation);
 }
 
-void FusedTransformerBlock::fp8_linear_backward(int k, const bf16* dy, bool dy_sharded, Parameter& weight, bf16* dx,
+void FusedTransformerBlock::fp8_linear_backward(int k, const act_t* dy, bool dy_sharded, Parameter& weight, act_t* dx,
                                                 int64_t in, int64_t out, const Activations& a, bool accumulate) {
   const ModelSpec& m = backend_->model();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
@@ -186,13 +193,13 @@ void FusedTransformerBlock::fp8_linear_backward(int k, const bf16* dy, bool dy_s
   const bool fast = backend_->options().fp8_gradient_fast_accumulation;
   if (dx)
     backend_->gemm().fp8_nt(Fp8Matrix{dy8.get(), true, scale_inv.get()}, fp8_->weight_transposed(k), tokens, in, out,
-                            dx, CUDA_R_16BF, 0.0f, {}, fast);
+                            dx, kActCudaType, 0.0f, {}, fast);
   backend_->gemm().fp8_nt(Fp8Matrix{dy8_t.get(), true, scale_inv.get()},
                           Fp8Matrix{a.input_t[k].get(), false, a.input_scale_inv.get() + kScaleStride * k}, out, in, tokens,
                           weight.grad(), CUDA_R_32F, accumulate ? 1.0f : 0.0f, {}, fast);
 }
 
-void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const bf16* dy, bf16* din, Activations& a) {
+void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const act_t* dy, act_t* din, Activations& a) {
   // The bf16 backward's order, with the FP8 GEMMs and without cuBLASLt epilogues: bias gradients
   // come from the column-sum and bias + GeLU kernels.
   const ModelSpec& m = backend_->model();
@@ -200,10 +207,10 @@ void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const bf16* dy, b
   DeviceArena& arena = backend_->arena();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
   const bool accumulate = start_gradients(mb);
-  auto d_branch = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  auto d_ln = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  auto d_h = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  auto d_ffn = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
+  auto d_branch = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  auto d_h = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
 
   // MLP half.
   const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
@@ -213,14 +220,14 @@ void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const bf16* dy, b
   bias_gelu_backward(d_ffn.get(), a.fc1.get(), gelu_epilogue_ ? nullptr : fc1_bias_->master(), d_ffn.get(),
                      fc1_bias_->grad(), tokens, ffn_, k);
   fp8_linear_backward(kFc1, d_ffn.get(), true, *fc1_weight_, d_ln.get(), h, ffn_, a, accumulate);
-  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
   layer_norm_backward(d_ln.get(), a.h.get(), ln2_weight_->master(), a.ln2_stats.get(), a.ln2_stats.get() + tokens,
                       dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k, mlp.layer_norm_sum);
   d_ffn = {};
 
   // Attention half.
-  auto d_ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
-  auto d_qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
+  auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
+  auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   const BranchGradient attn =
       branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
   if (attn.bias_grad) column_sum_accumulate(attn.grad, tokens, h, attn.bias_grad, k);
@@ -228,7 +235,7 @@ void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const bf16* dy, b
   backend_->attention().backward(a.qkv.get(), a.ctx.get(), d_ctx.get(), a.attention.get(), d_qkv.get());
   column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
   fp8_linear_backward(kQkv, d_qkv.get(), true, *qkv_weight_, d_ln.get(), h, 3 * width_, a, accumulate);
-  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
   layer_norm_backward(d_ln.get(), a.x.get(), ln1_weight_->master(), a.ln1_stats.get(), a.ln1_stats.get() + tokens,
                       d_h.get(), din, ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k, attn.layer_norm_sum);
 }
@@ -244,27 +251,27 @@ void FusedTransformerBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
 void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   const ModelSpec& m = backend_->model();
   const std::string where = "block " + std::to_string(layer_) + " backward: ";
-  backend_->expect(dout, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "dout");
-  backend_->expect(din, DType::BF16, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
+  backend_->expect(dout, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "dout");
+  backend_->expect(din, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
-  if (fp8_) return backward_fp8(mb, dout.as<const bf16>(), din.as<bf16>(), *a);
+  if (fp8_) return backward_fp8(mb, dout.as<const act_t>(), din.as<act_t>(), *a);
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   Gemm& gemm = backend_->gemm();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
-  const bf16* dy = dout.as<const bf16>();
+  const act_t* dy = dout.as<const act_t>();
 
   const bool accumulate = start_gradients(mb);
-  auto weight_gradient = [&](const bf16* d_out, const bf16* input, Parameter& weight, int64_t in, int64_t out,
+  auto weight_gradient = [&](const act_t* d_out, const act_t* input, Parameter& weight, int64_t in, int64_t out,
                              float* bias_grad = nullptr) {
     gemm.linear_backward_weight(d_out, input, weight.grad(), tokens, in, out, bias_grad, 1.0f, accumulate);
   };
 
-  auto d_branch = allocate_buffer<bf16>(arena, size_t(tokens * h));  // gradient of a row-parallel output
-  auto d_ln = allocate_buffer<bf16>(arena, size_t(tokens * h));      // gradient of a LayerNorm output
-  auto d_h = allocate_buffer<bf16>(arena, size_t(tokens * h));
-  auto d_ffn = allocate_buffer<bf16>(arena, size_t(tokens * ffn_));
+  auto d_branch = allocate_buffer<act_t>(arena, size_t(tokens * h));  // gradient of a row-parallel output
+  auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));     // gradient of a LayerNorm output
+  auto d_h = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
 
   // MLP half: out = h + dropout(fc2(act) + b2).
   const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
@@ -286,14 +293,14 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
     weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_);
   }
   gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
-  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
   layer_norm_backward(d_ln.get(), a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + tokens,
                       dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k, mlp.layer_norm_sum);
   d_ffn = {};
 
   // Attention half: h = x + dropout(proj(ctx) + b).
-  auto d_ctx = allocate_buffer<bf16>(arena, size_t(tokens * width_));
-  auto d_qkv = allocate_buffer<bf16>(arena, size_t(tokens * 3 * width_));
+  auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
+  auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   const BranchGradient attn =
       branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
   weight_gradient(attn.grad, a->ctx.get(), *proj_weight_, width_, h, attn.bias_grad);
@@ -306,10 +313,10 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
     weight_gradient(d_qkv.get(), a->ln1.get(), *qkv_weight_, h, 3 * width_);
   }
   gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
-  backend_->all_reduce(d_ln.get(), DType::BF16, tokens * h);
+  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
   // din is written last, so it may be the same memory as dout.
   layer_norm_backward(d_ln.get(), a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + tokens,
-                      d_h.get(), din.as<bf16>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k,
+                      d_h.get(), din.as<act_t>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k,
                       attn.layer_norm_sum);
 }
 
@@ -343,7 +350,7 @@ bool FusedTransformerBlock::start_gradients(const MicroBatch& mb) {
   return !gemms_write;
 }
 
-FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(const bf16* dout, bf16* scratch,
+FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(const act_t* dout, act_t* scratch,
                                                                             Parameter& bias,
                                                                             const DropoutSite& dropout) {
   const ModelSpec& m = backend_->model();
@@ -363,4 +370,5 @@ FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(con
 
 void FusedTransformerBlock::release(int slot) { saved_.release(slot); }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

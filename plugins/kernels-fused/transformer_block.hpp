@@ -13,6 +13,7 @@
 #include "ptdp/saved_slots.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 class FusedTransformerBlock final : public TransformerBlock {
  public:
@@ -31,7 +32,7 @@ class FusedTransformerBlock final : public TransformerBlock {
   // by the LayerNorm backward that reads dout as its residual gradient (both null when it is
   // summed already).
   struct BranchGradient {
-    const bf16* grad;
+    const act_t* grad;
     float* bias_grad;
     float* layer_norm_sum;
   };
@@ -39,21 +40,21 @@ class FusedTransformerBlock final : public TransformerBlock {
   // GEMMs add to theirs (false on the step's first backward, MicroBatch::first_gradient, when
   // they write them).
   bool start_gradients(const MicroBatch& mb);
-  BranchGradient branch_backward(const bf16* dout, bf16* scratch, Parameter& bias, const DropoutSite& dropout);
+  BranchGradient branch_backward(const act_t* dout, act_t* scratch, Parameter& bias, const DropoutSite& dropout);
   // y[tokens, out] = x[tokens, in] · weightᵀ, then the epilogue (none, a bias, or bias + GeLU
   // with the GeLU's input into its aux matrix), linear k of kFp8BlockLinearNames' order: in
   // bf16, or on FP8 operands when the block runs in FP8 (then, with `save`, the input's FP8
   // transpose and scale are kept there for the weight gradient).
-  void linear_forward(int k, const bf16* x, bool x_sharded, Parameter& weight, const GemmEpilogue& epilogue, bf16* y,
+  void linear_forward(int k, const act_t* x, bool x_sharded, Parameter& weight, const GemmEpilogue& epilogue, act_t* y,
                       int64_t in, int64_t out, const MicroBatch& mb, Activations& a, bool save);
   // Under FP8: the input gradient dx[tokens, in] = dy · weight (when dx is not null) and the
   // weight gradient from dy and the saved input, on FP8 operands.
-  void fp8_linear_backward(int k, const bf16* dy, bool dy_sharded, Parameter& weight, bf16* dx, int64_t in,
+  void fp8_linear_backward(int k, const act_t* dy, bool dy_sharded, Parameter& weight, act_t* dx, int64_t in,
                            int64_t out, const Activations& a, bool accumulate);
   // Whether cuBLASLt takes FC1's forward with its bias + GeLU epilogue on FP8 operands, for this
   // block's shapes.
   bool fp8_gelu_epilogue_offered();
-  void backward_fp8(const MicroBatch& mb, const bf16* dy, bf16* din, Activations& a);
+  void backward_fp8(const MicroBatch& mb, const act_t* dy, act_t* din, Activations& a);
 
   std::shared_ptr<Backend> backend_;
   int layer_;
@@ -66,4 +67,5 @@ class FusedTransformerBlock final : public TransformerBlock {
   std::unique_ptr<Fp8Linears> fp8_;  // when the recipe runs this block in FP8
 };
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -1,50 +1,64 @@
 #pragma once
 // Loads and stores of N consecutive elements as floats: 16-byte accesses when N is a multiple of 8
-// (bf16) or 4 (fp32), scalar ones otherwise. Callers guarantee the alignment they ask for.
-#include <cuda_bf16.h>
-
+// (act_t) or 4 (fp32), scalar ones otherwise. Callers guarantee the alignment they ask for.
 #include <cstdint>
 #include <type_traits>
 
-namespace ptdp::fused {
+#include "activation_type.hpp"
 
-// Eight bf16 in 16 bytes, as floats and back (round to nearest even).
-__device__ __forceinline__ void unpack_bf16x8(const uint4& raw, float* v) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
+
+// act_t and fp32, one way and the other (round to nearest even), alone and in pairs.
+#if PTDP_FUSED_FP16
+__device__ __forceinline__ float to_float(act_t x) { return __half2float(x); }
+__device__ __forceinline__ act_t to_act(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ float2 to_float2(act2_t x) { return __half22float2(x); }
+__device__ __forceinline__ act2_t to_act2(float a, float b) { return __floats2half2_rn(a, b); }
+#else
+__device__ __forceinline__ float to_float(act_t x) { return __bfloat162float(x); }
+__device__ __forceinline__ act_t to_act(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ float2 to_float2(act2_t x) { return __bfloat1622float2(x); }
+__device__ __forceinline__ act2_t to_act2(float a, float b) { return __floats2bfloat162_rn(a, b); }
+#endif
+
+// Eight act_t in 16 bytes, as floats and back.
+__device__ __forceinline__ void unpack_act8(const uint4& raw, float* v) {
+  const act2_t* h = reinterpret_cast<const act2_t*>(&raw);
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const float2 f = __bfloat1622float2(h[k]);
+    const float2 f = to_float2(h[k]);
     v[2 * k] = f.x;
     v[2 * k + 1] = f.y;
   }
 }
-__device__ __forceinline__ uint4 pack_bf16x8(const float* v) {
+__device__ __forceinline__ uint4 pack_act8(const float* v) {
   uint4 raw;
-  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+  act2_t* h = reinterpret_cast<act2_t*>(&raw);
 #pragma unroll
-  for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+  for (int k = 0; k < 4; ++k) h[k] = to_act2(v[2 * k], v[2 * k + 1]);
   return raw;
 }
 
 template <int N>
-__device__ __forceinline__ void load_vec(const __nv_bfloat16* __restrict__ p, float (&v)[N]) {
+__device__ __forceinline__ void load_vec(const act_t* __restrict__ p, float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) unpack_bf16x8(*reinterpret_cast<const uint4*>(p + i), v + i);
+    for (int i = 0; i < N; i += 8) unpack_act8(*reinterpret_cast<const uint4*>(p + i), v + i);
   } else {
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = __bfloat162float(p[i]);
+    for (int i = 0; i < N; ++i) v[i] = to_float(p[i]);
   }
 }
 
 template <int N>
-__device__ __forceinline__ void store_vec(__nv_bfloat16* __restrict__ p, const float (&v)[N]) {
+__device__ __forceinline__ void store_vec(act_t* __restrict__ p, const float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) *reinterpret_cast<uint4*>(p + i) = pack_bf16x8(v + i);
+    for (int i = 0; i < N; i += 8) *reinterpret_cast<uint4*>(p + i) = pack_act8(v + i);
   } else {
 #pragma unroll
-    for (int i = 0; i < N; ++i) p[i] = __float2bfloat16(v[i]);
+    for (int i = 0; i < N; ++i) p[i] = to_act(v[i]);
   }
 }
 
@@ -52,20 +66,20 @@ __device__ __forceinline__ void store_vec(__nv_bfloat16* __restrict__ p, const f
 // for data read or written for the last time, so that it does not push out of L2 what will be
 // read again.
 template <int N>
-__device__ __forceinline__ void load_vec_streaming(const __nv_bfloat16* p, float (&v)[N]) {
+__device__ __forceinline__ void load_vec_streaming(const act_t* p, float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) unpack_bf16x8(__ldcs(reinterpret_cast<const uint4*>(p + i)), v + i);
+    for (int i = 0; i < N; i += 8) unpack_act8(__ldcs(reinterpret_cast<const uint4*>(p + i)), v + i);
   } else {
     load_vec<N>(p, v);
   }
 }
 
 template <int N>
-__device__ __forceinline__ void store_vec_streaming(__nv_bfloat16* p, const float (&v)[N]) {
+__device__ __forceinline__ void store_vec_streaming(act_t* p, const float (&v)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
-    for (int i = 0; i < N; i += 8) __stcs(reinterpret_cast<uint4*>(p + i), pack_bf16x8(v + i));
+    for (int i = 0; i < N; i += 8) __stcs(reinterpret_cast<uint4*>(p + i), pack_act8(v + i));
   } else {
     store_vec<N>(p, v);
   }
@@ -99,24 +113,24 @@ __device__ __forceinline__ void store_vec(float* __restrict__ p, const float (&v
   }
 }
 
-// N bf16 as loaded (one 16-byte load when N is a multiple of 8), kept packed in registers until
+// N act_t as loaded (one 16-byte load when N is a multiple of 8), kept packed in registers until
 // they are used.
 template <int N>
-struct Bf16Vec {
+struct ActVec {
   static_assert(N == 1 || N % 8 == 0, "Bf16Vec holds 1 or a multiple of 8 elements");
   static constexpr int kWords = N == 1 ? 1 : N / 8;
-  using Word = std::conditional_t<N == 1, __nv_bfloat16, uint4>;
+  using Word = std::conditional_t<N == 1, act_t, uint4>;
   Word word[kWords];
-  __device__ __forceinline__ void load(const __nv_bfloat16* p) {
+  __device__ __forceinline__ void load(const act_t* p) {
 #pragma unroll
     for (int i = 0; i < kWords; ++i) word[i] = reinterpret_cast<const Word*>(p)[i];
   }
   __device__ __forceinline__ void unpack(float (&v)[N]) const {
     if constexpr (N == 1) {
-      v[0] = __bfloat162float(word[0]);
+      v[0] = to_float(word[0]);
     } else {
 #pragma unroll
-      for (int i = 0; i < kWords; ++i) unpack_bf16x8(word[i], v + 8 * i);
+      for (int i = 0; i < kWords; ++i) unpack_act8(word[i], v + 8 * i);
     }
   }
 };
@@ -150,4 +164,5 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

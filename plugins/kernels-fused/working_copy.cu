@@ -1,8 +1,10 @@
 #include "working_copy.hpp"
 
 #include "ptdp/checked_call_cuda.hpp"
+#include "vec.cuh"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 __global__ void cast_chunks_kernel(const CastTensor* __restrict__ tensors, const ChunkRef* __restrict__ chunks) {
   const ChunkRef c = chunks[blockIdx.x];
@@ -11,7 +13,7 @@ __global__ void cast_chunks_kernel(const CastTensor* __restrict__ tensors, const
   const int64_t end = min(t.numel, begin + kChunkElements);
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const float v = t.source[i];
-    if (t.target) t.target[i] = __float2bfloat16(v);
+    if (t.target) t.target[i] = to_act(v);
     if (t.fp32_target) t.fp32_target[i] = v;
   }
 }
@@ -24,4 +26,5 @@ void refresh_working_copies(const void* metadata, size_t chunks_offset, int chun
   PTDP_LAUNCH_CHECK(cast_chunks_kernel);
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

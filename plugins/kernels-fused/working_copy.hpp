@@ -8,10 +8,11 @@
 #include "multi_tensor.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct CastTensor {
   const float* source;
-  bf16* target;         // or null
+  act_t* target;        // or null
   int64_t numel;
   float* fp32_target;   // or null
 };
@@ -19,4 +20,5 @@ struct CastTensor {
 // metadata: a device copy of pack_multi_tensor(std::vector<CastTensor>).
 void refresh_working_copies(const void* metadata, size_t chunks_offset, int chunk_count, const KernelContext& ctx);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -5,6 +5,7 @@
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
 
 constexpr int kSpansPerLaunch = 16;
@@ -42,4 +43,5 @@ void zero_fill(const std::vector<FloatSpan>& spans, cudaStream_t stream) {
   }
 }
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

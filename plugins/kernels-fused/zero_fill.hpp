@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 namespace ptdp::fused {
+inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct FloatSpan {
   float* data;
@@ -16,4 +17,5 @@ struct FloatSpan {
 
 void zero_fill(const std::vector<FloatSpan>& spans, cudaStream_t stream);
 
+}  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

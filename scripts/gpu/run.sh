@@ -45,10 +45,16 @@
 #   fp8-memory  peak device memory of the 1.3B step in bf16 and in FP8 (both recipes); then the
 #            largest of the `largest` scan's shapes that trains in FP8 (delayed, micro-batch 1, no
 #            recomputation), and bf16 against FP8 on it (ptdp-host ab)
-#   fp8-parity  loss parity: the 1.3B model trained PARITY_STEPS (1000) steps on the shipped corpus in
-#            2000 SentencePiece pieces (data/corpus-sp2k.*, made here by the two commands at the top of
-#            examples/gpt-tiny-cpu-sentencepiece.toml and carried), bf16 against FP8 tensorwise and
-#            delayed (PARITY_ARMS) from the same initialization and batches: bench/loss_parity.py and the curves
+#   fp16     precision.params = "fp16": 20 steps of a small GPT on the GPU (one rank, and t 2 over
+#            comm-ucx) against kernels-ref's fp16 emulation on the CPU; the 1.3B model's peak memory
+#            and step, bf16 against fp16 (ptdp-host ab)
+#   parity   loss parity (also named fp8-parity): the 1.3B model trained PARITY_STEPS (1000) steps on
+#            the shipped corpus in 2000 SentencePiece pieces (data/corpus-sp2k.*, made here by the two
+#            commands at the top of examples/gpt-tiny-cpu-sentencepiece.toml and carried), bf16
+#            against the PARITY_ARMS (fp16, fp8, fp8-delayed, fp8-edges, fp8-delayed-edges; default
+#            "fp8 fp8-delayed") from the same initialization and batches: bench/loss_parity.py and
+#            the curves
+#   fp8-cast-probe  the FP8 cast kernels of a 1.3B step under ncu: time, DRAM bytes and throughput
 #   profile  the 1.3B model with --profile: the table of its kernels (docs/profiling.md), then a
 #            trace with one track per GPU stream ($RESULTS/profile-trace.json.gz); PROFILE_SET
 #            ("KEY=VALUE ...") sets manifest keys for both runs
@@ -223,6 +229,34 @@ fp8)
     --profile --trace-steps 5 > /dev/null
   sed -n '/profile of rank/,/summed over streams/p' "$OUT/fp8-profile.log" | tee -a "$table"
   ;;
+fp16)
+  # precision.params = "fp16" in kernels-fused: 20 steps against kernels-ref's fp16 emulation, on
+  # one rank and at t 2 (two ranks sharing the GPU over comm-ucx, which then reduces half
+  # activations); then bf16 against fp16 on the 1.3B (ptdp-host ab) and each one's peak memory.
+  small=(--set parallel.pipeline=1 --set parallel.data=1 --set parallel.virtual_stages=1
+         --set 'plugins.scheduler="sched-1f1b"' --set run.steps=20 --set model.hidden=256 --set model.heads=4
+         --set parallel.micro_batch=8 --set parallel.global_batch=8 --set optimizer.lr=5e-4 --set 'precision.params="fp16"')
+  "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --nproc 1 --set parallel.tensor=1 \
+    --metrics "$OUT/fp16-cpu.jsonl" > "$OUT/fp16-cpu.log" 2>&1
+  for spec in "t1 1 comm-nccl" "t2 2 comm-ucx"; do
+    read -r name t comm <<< "$spec"
+    "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --nproc $t --set parallel.tensor=$t --set launch.ranks_per_gpu=$t \
+      --set 'plugins.kernels="kernels-fused"' --set "plugins.communicator=\"$comm\"" \
+      --metrics "$OUT/fp16-$name-gpu.jsonl" > "$OUT/fp16-$name-gpu.log" 2>&1
+    row "fp16 $name ($comm), 20 steps, GPU vs CPU" "$(loss_gap "$OUT/fp16-$name-gpu.jsonl" "$OUT/fp16-cpu.jsonl" 20)"
+    tail -2 "$OUT/fp16-$name-gpu.log"
+  done
+  for arm in bf16 fp16; do
+    with_peak_memory "$OUT/memory-$arm.peak" "$HOST" run examples/gpt-1gpu.toml --set "precision.params=\"$arm\"" \
+      --set run.steps=6 --set run.log_every=6 --metrics "$OUT/memory-$arm.jsonl" > "$OUT/memory-$arm.log" 2>&1
+    row "1.3B b=4 $arm" "exit $?, $(steady "$OUT/memory-$arm.jsonl" tflops_per_gpu 2) TFLOP/s, peak $(cat "$OUT/memory-$arm.peak") GiB"
+  done
+  "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fp16" \
+    --arm bf16 --arm fp16 --set 'precision.params="fp16"' > "$OUT/ab-fp16.log" 2>&1
+  row "ab: bf16 against fp16, 1.3B b=4" "exit $?"
+  ab_report ab-fp16
+  pack_logs
+  ;;
 fp8-memory)
   for arm in bf16 fp8 fp8-delayed; do
     precision=()
@@ -254,23 +288,24 @@ fp8-memory)
     ab_report ab-fp8-largest
   fi
   ;;
-fp8-parity)
-  # PARITY_ARMS picks the FP8 runs set beside bf16: fp8 (tensorwise), fp8-delayed, and either with
-  # "-edges" (the first and last blocks kept in bf16).
+parity|fp8-parity)
+  # PARITY_ARMS picks the runs set beside bf16: fp16 (dynamic loss scaling), fp8 (tensorwise),
+  # fp8-delayed, and either FP8 one with "-edges" (the first and last blocks kept in bf16).
   steps=${PARITY_STEPS:-1000}
   sp=(--set model.vocab=2000 --set 'data.path="data/corpus-sp2k.bin"' --set 'data.tokenizer="data/corpus-sp2k.model"'
       --set run.steps=$steps --set run.log_every=100 --set optimizer.warmup_steps=100 --set optimizer.decay_steps=$steps)
   RUN_LIMIT_S=400 timed_run parity-bf16 examples/gpt-1gpu.toml "${sp[@]}"
   files=(parity-bf16.jsonl)
   for arm in ${PARITY_ARMS:-fp8 fp8-delayed}; do
-    fp8=(--set 'precision.fp8="hybrid"')
-    [[ $arm == fp8-delayed* ]] && fp8+=(--set 'precision.fp8_recipe="delayed"')
-    [[ $arm == *-edges ]] && fp8+=(--set precision.fp8_bf16_first_blocks=1 --set precision.fp8_bf16_last_blocks=1)
-    RUN_LIMIT_S=400 timed_run "parity-$arm" examples/gpt-1gpu.toml "${sp[@]}" "${fp8[@]}"
+    recipe=(--set 'precision.fp8="hybrid"')
+    [ "$arm" = fp16 ] && recipe=(--set 'precision.params="fp16"')
+    [[ $arm == fp8-delayed* ]] && recipe+=(--set 'precision.fp8_recipe="delayed"')
+    [[ $arm == *-edges ]] && recipe+=(--set precision.fp8_bf16_first_blocks=1 --set precision.fp8_bf16_last_blocks=1)
+    RUN_LIMIT_S=400 timed_run "parity-$arm" examples/gpt-1gpu.toml "${sp[@]}" "${recipe[@]}"
     files+=("parity-$arm.jsonl")
   done
   (cd "$OUT" && python3 "$OLDPWD/bench/loss_parity.py" "${files[@]}") | tee -a "$table"
-  (cd "$OUT" && "$HOST" plot "${files[@]}" --title "1.3B GPT, bf16 against FP8" --svg "$RESULTS/fp8-parity.svg")
+  (cd "$OUT" && "$HOST" plot "${files[@]}" --title "1.3B GPT, bf16 against ${PARITY_ARMS:-fp8 fp8-delayed}" --svg "$RESULTS/parity.svg")
   cp "$OUT"/parity-*.jsonl "$RESULTS/" 2>/dev/null
   ;;
 conformance)
@@ -588,6 +623,34 @@ gemm-profile)
     row "profile $round $arm" "$(grep -o '[0-9.]* ms a step' "$log" | head -1); $(grep -E '^  (GEMM|bias \+ GeLU|bias gradients|idle) ' "$log" |
       awk '{v=$0; sub(/^  /, "", v); split(v, f, /  +/); printf "%s %s ms; ", f[1], f[2]}')$(grep -o 'SM clock [0-9]* MHz mean' "$log" | head -1)"
   done
+  ;;
+fp8-cast-probe)
+  # The FP8 cast kernels of a 1.3B step (delayed scaling) under ncu: time, DRAM bytes and
+  # throughput against the device's peak, per kernel: how far the casts are from the memory
+  # ceiling that adam-bandwidth measures.
+  timeout 300 ncu --target-processes all --kernel-name regex:fp8_ --launch-skip 400 --launch-count 40 --csv --print-units base \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active \
+    "$HOST" run examples/gpt-1gpu.toml --set run.steps=3 --set 'precision.fp8="hybrid"' --set 'precision.fp8_recipe="delayed"' \
+    > "$OUT/fp8-cast-ncu.csv" 2> "$OUT/fp8-cast-ncu.log"
+  row "ncu: FP8 cast kernels, 1.3B delayed" "exit $?"
+  python3 - "$OUT/fp8-cast-ncu.csv" <<'PY' | tee -a "$table"
+import csv, sys, collections
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, rows = rows[0], rows[1:]
+col = {name: i for i, name in enumerate(head)}
+per = collections.defaultdict(lambda: collections.defaultdict(list))
+for r in rows:
+    key = (r[col["Kernel Name"]][:60], r[col["Grid Size"]] if "Grid Size" in col else "")
+    per[key][r[col["Metric Name"]]].append(float(r[col["Metric Value"]].replace(",", "")))
+print(f"{'kernel (grid)':70} {'n':>3} {'us':>8} {'MB':>8} {'GB/s':>7} {'%DRAM':>6} {'%warps':>6}")
+for (name, grid), m in per.items():
+    n = len(m["gpu__time_duration.sum"])
+    us = sum(m["gpu__time_duration.sum"]) / n / 1e3
+    mb = (sum(m["dram__bytes_read.sum"]) + sum(m["dram__bytes_write.sum"])) / n / 1e6
+    print(f"{name + ' ' + grid:70} {n:3} {us:8.1f} {mb:8.1f} {mb / us * 1e3:7.0f} "
+          f"{sum(m['dram__throughput.avg.pct_of_peak_sustained_elapsed']) / n:6.1f} "
+          f"{sum(m['sm__warps_active.avg.pct_of_peak_sustained_active']) / n:6.1f}")
+PY
   ;;
 adam-bandwidth)
   "$B/bin/kernels-fused-adam-bandwidth" > "$OUT/adam-bandwidth.log" 2>&1

@@ -14,6 +14,7 @@
 #include "communicator_under_test.hpp"
 #include "launch/socket_io.hpp"
 #include "launch/tcp_store.hpp"
+#include "ptdp/host_reduce.hpp"
 #include "rank_processes.hpp"
 #include "test_memory.hpp"
 
@@ -64,6 +65,7 @@ template <class T>
 T value_at(int world_rank, size_t i, int salt) {
   const int small = static_cast<int>((static_cast<size_t>(world_rank) * 131 + i * 17 + static_cast<size_t>(salt) * 7) % 61) - 30;
   if constexpr (std::is_same_v<T, uint16_t>) return float_to_bf16(static_cast<float>(small));
+  else if constexpr (std::is_same_v<T, F16Bits>) return F16Bits{host_reduce_detail::float_to_f16(static_cast<float>(small))};
   else if constexpr (std::is_same_v<T, int64_t>) return small * (int64_t{1} << 33) + world_rank;
   else return static_cast<T>(small);
 }
@@ -79,6 +81,9 @@ template <class T>
 T combine(T a, T b, ReduceOp op) {
   if constexpr (std::is_same_v<T, uint16_t>) {
     return float_to_bf16(combine(bf16_to_float(a), bf16_to_float(b), op));
+  } else if constexpr (std::is_same_v<T, F16Bits>) {
+    using namespace host_reduce_detail;
+    return F16Bits{float_to_f16(combine(f16_to_float(a.bits), f16_to_float(b.bits), op))};
   } else {
     return op == ReduceOp::Sum ? static_cast<T>(a + b) : op == ReduceOp::Max ? std::max(a, b) : std::min(a, b);
   }
@@ -95,6 +100,7 @@ std::vector<T> reference(const std::vector<int>& members, size_t count, int salt
 template <class T>
 std::string show(T v) {
   if constexpr (std::is_same_v<T, uint16_t>) return std::to_string(bf16_to_float(v)) + " (bf16)";
+  else if constexpr (std::is_same_v<T, F16Bits>) return std::to_string(host_reduce_detail::f16_to_float(v.bits)) + " (f16)";
   else return std::to_string(v);
 }
 
@@ -219,12 +225,13 @@ void all_reduce_world(Rank& r, const Group& world, const char* type) {
     }
 }
 
-TEST_P(CommunicatorConformance, AllReduceIntegersAndBf16) {
+TEST_P(CommunicatorConformance, AllReduceIntegersAnd16BitFloats) {
   run([](Rank& r) {
     Group world = whole(r);
     all_reduce_world<int32_t>(r, world, "i32");
     all_reduce_world<int64_t>(r, world, "i64");
     all_reduce_world<uint16_t>(r, world, "bf16");
+    all_reduce_world<F16Bits>(r, world, "f16");
   });
 }
 

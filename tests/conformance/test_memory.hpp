@@ -37,6 +37,13 @@ template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
 template <> constexpr DType dtype_of<uint16_t>() { return DType::BF16; }  // raw bf16 bits
 
+// Raw IEEE half bits: a type of their own, so that they are not taken for bf16's.
+struct F16Bits {
+  uint16_t bits;
+  bool operator==(const F16Bits& other) const { return bits == other.bits; }
+};
+template <> constexpr DType dtype_of<F16Bits>() { return DType::F16; }
+
 // A buffer of `count` elements of T in the test memory.
 template <class T>
 class Buffer {

@@ -1,34 +1,24 @@
 #include "activation_values.hpp"
 
-#include <cstring>
+#include "ptdp/host_reduce.hpp"
 
 namespace ptdp::conformance {
 
 namespace {
 
-uint16_t bf16_bits(float value) {
-  uint32_t u;
-  std::memcpy(&u, &value, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN stays NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float from_bf16_bits(uint16_t bits) {
-  const uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using host_reduce_detail::bf16_to_float;
+using host_reduce_detail::f16_to_float;
+using host_reduce_detail::float_to_bf16;
+using host_reduce_detail::float_to_f16;
 
 void expect_float(const Tensor& t) {
-  if (t.dtype != DType::F32 && t.dtype != DType::BF16)
+  if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
     throw Error(std::string("conformance: cannot read or write a ") + dtype_name(t.dtype) + " tensor as floats");
 }
 
 }  // namespace
 
-float round_to_bf16(float value) { return from_bf16_bits(bf16_bits(value)); }
+float round_to_bf16(float value) { return bf16_to_float(float_to_bf16(value)); }
 
 std::vector<float> read_values(LayerKernels& kernels, const Tensor& t) {
   expect_float(t);
@@ -39,7 +29,8 @@ std::vector<float> read_values(LayerKernels& kernels, const Tensor& t) {
   }
   std::vector<uint16_t> bits(values.size());
   kernels.copy_to_host(bits.data(), t);
-  for (size_t i = 0; i < bits.size(); ++i) values[i] = from_bf16_bits(bits[i]);
+  for (size_t i = 0; i < bits.size(); ++i)
+    values[i] = t.dtype == DType::F16 ? f16_to_float(bits[i]) : bf16_to_float(bits[i]);
   return values;
 }
 
@@ -53,7 +44,8 @@ void write_values(LayerKernels& kernels, const Tensor& t, const std::vector<floa
     return;
   }
   std::vector<uint16_t> bits(values.size());
-  for (size_t i = 0; i < bits.size(); ++i) bits[i] = bf16_bits(values[i]);
+  for (size_t i = 0; i < bits.size(); ++i)
+    bits[i] = t.dtype == DType::F16 ? float_to_f16(values[i]) : float_to_bf16(values[i]);
   kernels.copy_from_host(t, bits.data());
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Reading and writing a backend's tensors as floats, whatever their dtype (f32, or bf16 rounded
-// to nearest even as the devices round), through the backend's own copies.
+// Reading and writing a backend's tensors as floats, whatever their dtype (f32, or bf16 or fp16
+// rounded to nearest even as the devices round), through the backend's own copies.
 #include <cstdint>
 #include <vector>
 

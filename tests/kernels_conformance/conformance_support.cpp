@@ -21,6 +21,9 @@ namespace ptdp::conformance {
 // attention backward sums with atomics, so bf16 backends need not repeat bit for bit).
 Tolerances tolerances_for(DType activations) {
   if (activations == DType::BF16) return {1e-2, 1.5e-2, 2e-3, 2e-2, 3e-2, 1e-3};
+  // fp16 keeps 3 more mantissa bits than bf16, so its rounding errors are 8 times smaller: a
+  // quarter of bf16's bounds leaves twice that as margin.
+  if (activations == DType::F16) return {2.5e-3, 4e-3, 5e-4, 5e-3, 7.5e-3, 1e-3};
   return {1e-5, 1e-5, 1e-6, 1e-5, 1e-5, 0.0};
 }
 
@@ -61,8 +64,9 @@ void expect_close(const TensorMap& got, const TensorMap& want, double tolerance,
     if (!want.count(name)) ADD_FAILURE() << what << " " << name << ": kernels-ref has no such parameter";
 }
 
-KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size) {
+KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size, DType working) {
   KernelsBinding b;
+  b.working = working;
   b.model = m;
   b.tp = tp;
   b.tp_rank = rank;
@@ -105,9 +109,9 @@ TensorMap whole_grads(LayerKernels& k, const std::vector<ParamRef>& params) {
 }
 
 BlockRun run_block(const KernelsUnderTest& under_test, const ModelSpec& m, const TensorMap& weights,
-                   const std::vector<float>& x, const std::vector<float>& dout) {
+                   const std::vector<float>& x, const std::vector<float>& dout, DType working) {
   auto k = under_test.create();
-  k->bind(binding(m, nullptr, 0, 1));
+  k->bind(binding(m, nullptr, 0, 1, working));
   auto block = k->make_block(1);
   load(*k, block->parameters(), weights);
   const std::vector<int64_t> shape{m.seq_len, m.micro_batch, m.hidden};
@@ -131,7 +135,7 @@ TensorMap block_weights(const ModelSpec& m, uint64_t seed) {
 }
 
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
-                   Order order, bool recompute, bool stale_gradients) {
+                   Order order, bool recompute, bool stale_gradients, DType working) {
   std::vector<TokenBatch> batches;
   for (int i = 0; i < microbatches; ++i) batches.push_back(test::make_token_batch(m, 21, i));
   test::ThreadGroup group(tp, "tp");
@@ -141,7 +145,7 @@ ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int t
     StagingCommunicator comm(group, rank);
     auto k = under_test.create();
     comm.set_kernels(k.get());
-    k->bind(binding(m, &comm, rank, tp));
+    k->bind(binding(m, &comm, rank, tp, working));
     test::GptStack stack(*k, m);
     stack.load(test::make_initial_weights(stack.parameters(), 5));
     if (stale_gradients) stack.stale_block_grads(std::nanf(""));

@@ -30,7 +30,8 @@ Tolerances tolerances_for(DType activations);
                                  double tolerance);
 void expect_close(const TensorMap& got, const TensorMap& want, double tolerance, const std::string& what);
 
-KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size);
+// `working`: KernelsBinding::working, the type precision.params names (F16 for "fp16").
+KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size, DType working = DType::F32);
 MicroBatch microbatch(const ModelSpec& m, int slot);
 std::vector<float> random_activation(const ModelSpec& m, uint64_t seed);
 void load(LayerKernels& k, const std::vector<ParamRef>& params, const TensorMap& global);
@@ -42,7 +43,7 @@ struct BlockRun {
   TensorMap grads;
 };
 BlockRun run_block(const KernelsUnderTest& under_test, const ModelSpec& m, const TensorMap& weights,
-                   const std::vector<float>& x, const std::vector<float>& dout);
+                   const std::vector<float>& x, const std::vector<float>& dout, DType working = DType::F32);
 TensorMap block_weights(const ModelSpec& m, uint64_t seed);
 
 enum class Order { Sequential, AllForwardThenReverse };
@@ -55,7 +56,8 @@ struct ModelRun {
 // With `stale_gradients` the blocks' gradients start as NaN, not zero, and the step's first
 // backward says so (MicroBatch::first_gradient), as the core runs kernels of ABI 1.6 and later.
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
-                   Order order = Order::Sequential, bool recompute = false, bool stale_gradients = false);
+                   Order order = Order::Sequential, bool recompute = false, bool stale_gradients = false,
+                   DType working = DType::F32);
 void expect_padding_has_no_gradient(const TensorMap& grads, const ModelSpec& m);
 // Runs `body` and expects a ptdp::Error whose message holds `needle`.
 void expect_error(const std::function<void()>& body, const std::string& needle, const std::string& what);

@@ -14,7 +14,7 @@ void StagingCommunicator::unused(const char* what) {
 void StagingCommunicator::all_reduce(Tensor buffer, ReduceOp op) {
   if (group_.size() == 1) return;
   if (!kernels_) throw Error("staging communicator: no kernels set for rank " + std::to_string(rank_));
-  if (buffer.dtype != DType::F32 && buffer.dtype != DType::BF16)
+  if (buffer.dtype != DType::F32 && buffer.dtype != DType::BF16 && buffer.dtype != DType::F16)
     throw Error(std::string("staging communicator: cannot all-reduce ") + dtype_name(buffer.dtype));
   std::vector<float> values = read_values(*kernels_, buffer);
   Tensor host{values.data(), DType::F32, {static_cast<int64_t>(values.size())}, Device{MemoryKind::Host, 0}};

@@ -63,13 +63,44 @@ TEST(HostReduce, Bf16LongBuffersCrossBlocks) {
   for (uint16_t v : acc) ASSERT_EQ(from_bf16(v), 3.0f);
 }
 
+// IEEE half codes: 1.0 = 0x3c00, 65504 (the largest) = 0x7bff, infinity = 0x7c00, 2^-14 (the
+// smallest normal) = 0x0400, 2^-24 (the smallest subnormal) = 0x0001.
+TEST(HostReduce, F16SumsRoundToNearestEvenOnTheHalfGrid) {
+  using host_reduce_detail::f16_to_float;
+  using host_reduce_detail::float_to_f16;
+  EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -14)), 0x0400);
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -26)), 0x0000);  // a quarter of the smallest: to zero
+  EXPECT_EQ(float_to_f16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 spacings: a tie, to the even 2
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);        // a tie: to the even 1.0
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(3.0f, -11)), 0x3c02);        // a tie: to the even mantissa 2
+  EXPECT_EQ(float_to_f16(65519.0f), 0x7bff);
+  EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);  // rounds beyond 65504: infinity, as on a GPU
+  for (uint16_t code : {0x3c00, 0x7bff, 0x0400, 0x0001, 0x8001, 0x3555, 0x7c00, 0xfc00})
+    EXPECT_EQ(float_to_f16(f16_to_float(code)), code) << std::hex << code;
+  EXPECT_EQ(f16_to_float(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::isnan(f16_to_float(0x7e00)));
+
+  std::vector<uint16_t> acc = {0x3c00, 0x7bff, 0x0001}, in = {0x3c00, 0x7bff, 0x0001};
+  host_reduce(acc.data(), in.data(), acc.size(), DType::F16, ReduceOp::Sum);
+  EXPECT_EQ(acc, (std::vector<uint16_t>{0x4000, 0x7c00, 0x0002}));  // 2, overflow to infinity, 2^-23
+  std::vector<uint16_t> nan = {0x7e00};
+  const std::vector<uint16_t> one = {0x3c00};
+  host_reduce(nan.data(), one.data(), 1, DType::F16, ReduceOp::Max);
+  EXPECT_TRUE(std::isnan(f16_to_float(nan[0])));
+}
+
 TEST(HostReduce, RefusesTypesItCannotReduce) {
   EXPECT_TRUE(host_reducible(DType::F32));
   EXPECT_TRUE(host_reducible(DType::BF16));
-  EXPECT_FALSE(host_reducible(DType::F16));
+  EXPECT_TRUE(host_reducible(DType::F16));
   EXPECT_FALSE(host_reducible(DType::U8));
+  EXPECT_FALSE(host_reducible(DType::U16));
   uint16_t a = 0, b = 0;
-  EXPECT_THROW(host_reduce(&a, &b, 1, DType::F16, ReduceOp::Sum), Error);
+  EXPECT_THROW(host_reduce(&a, &b, 1, DType::U16, ReduceOp::Sum), Error);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #pragma once
 // Element-wise reductions on host memory, for a communicator's collectives: acc[i] = op(acc[i],
 // in[i]). Every communicator that reduces on the CPU must give the same bits, so this is written
-// once: bf16 is combined in fp32 and rounded to the nearest even bf16 (NaN stays NaN), and ranks
-// that combine the same values in the same order agree exactly.
+// once: bf16 and fp16 are combined in fp32 and rounded to the nearest even value of their format
+// (NaN stays NaN; an fp16 sum beyond 65504 becomes infinite, as a GPU's conversion makes it), and
+// ranks that combine the same values in the same order agree exactly.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -15,9 +17,11 @@
 
 namespace ptdp {
 
-// f32, bf16, i32 and i64: what a collective can reduce; refuse the others before anything moves.
+// f32, bf16, f16, i32 and i64: what a collective can reduce; refuse the others before anything
+// moves.
 inline bool host_reducible(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::I32 || dtype == DType::I64;
+  return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::I32 ||
+         dtype == DType::I64;
 }
 
 namespace host_reduce_detail {
@@ -52,6 +56,45 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// IEEE half: 5 exponent bits of bias 15, 10 mantissa bits, subnormals down to 2^-24.
+inline float f16_to_float(uint16_t v) {
+  const uint32_t sign = uint32_t{v & 0x8000u} << 16;
+  const uint32_t exponent = (v >> 10) & 0x1fu, mantissa = v & 0x3ffu;
+  float f;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in fp32
+    f = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -f : f;
+  }
+  const uint32_t bits = sign | (exponent == 0x1f ? 0x7f800000u | (mantissa << 13) : ((exponent + 112) << 23) | (mantissa << 13));
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+inline uint16_t float_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  bits &= 0x7fffffffu;
+  if (bits > 0x7f800000u) return sign | 0x7e00u;   // NaN stays NaN
+  if (bits >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up round beyond 65504: infinity
+  if (bits < 0x38800000u) {
+    // Below 2^-14, the subnormals: a multiple of 2^-24, scaled exactly and rounded to nearest even
+    // (the default rounding mode); 1024 is the smallest normal's code.
+    float magnitude;
+    std::memcpy(&magnitude, &bits, sizeof(magnitude));
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
+  }
+  bits += 0xfffu + ((bits >> 13) & 1u);  // round to nearest even at the 10th mantissa bit
+  return sign | static_cast<uint16_t>((bits - (112u << 23)) >> 13);
+}
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void combine_all_16bit(void* acc, const void* in, size_t count, ReduceOp op) {
+  auto* a = static_cast<uint16_t*>(acc);
+  const auto* b = static_cast<const uint16_t*>(in);
+  for (size_t i = 0; i < count; ++i) a[i] = FromFloat(combine(ToFloat(a[i]), ToFloat(b[i]), op));
+}
+
 }  // namespace host_reduce_detail
 
 // acc[i] = op(acc[i], in[i]) for `count` elements of `dtype`; throws ptdp::Error for a dtype
@@ -62,15 +105,11 @@ inline void host_reduce(void* acc, const void* in, size_t count, DType dtype, Re
     case DType::F32: return combine_all(static_cast<float*>(acc), static_cast<const float*>(in), count, op);
     case DType::I32: return combine_all(static_cast<int32_t*>(acc), static_cast<const int32_t*>(in), count, op);
     case DType::I64: return combine_all(static_cast<int64_t*>(acc), static_cast<const int64_t*>(in), count, op);
-    case DType::BF16: {
-      auto* a = static_cast<uint16_t*>(acc);
-      const auto* b = static_cast<const uint16_t*>(in);
-      for (size_t i = 0; i < count; ++i) a[i] = float_to_bf16(combine(bf16_to_float(a[i]), bf16_to_float(b[i]), op));
-      return;
-    }
+    case DType::BF16: return combine_all_16bit<bf16_to_float, float_to_bf16>(acc, in, count, op);
+    case DType::F16: return combine_all_16bit<f16_to_float, float_to_f16>(acc, in, count, op);
     default: break;
   }
-  throw Error(std::string("cannot reduce ") + dtype_name(dtype) + " on the host (f32, bf16, i32, i64 only)");
+  throw Error(std::string("cannot reduce ") + dtype_name(dtype) + " on the host (f32, bf16, f16, i32, i64 only)");
 }
 
 }  // namespace ptdp

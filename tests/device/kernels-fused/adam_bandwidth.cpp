@@ -16,7 +16,7 @@
 
 namespace {
 
-using ptdp::fused::bf16;
+using ptdp::fused::act_t;
 
 std::shared_ptr<void> device_zeros(size_t bytes) {
   void* p = nullptr;
@@ -52,10 +52,10 @@ int main() {
     PTDP_CALL(cudaStreamCreate(&stream));
     auto param = device_zeros(n * sizeof(float)), grad = device_zeros(n * sizeof(float));
     auto exp_avg = device_zeros(n * sizeof(float)), exp_avg_sq = device_zeros(n * sizeof(float));
-    auto working = device_zeros(n * sizeof(bf16));
+    auto working = device_zeros(n * sizeof(act_t));
     const std::vector<ptdp::fused::AdamTensor> list{
         {static_cast<float*>(param.get()), static_cast<const float*>(grad.get()), static_cast<float*>(exp_avg.get()),
-         static_cast<float*>(exp_avg_sq.get()), static_cast<bf16*>(working.get()), n, 0.1f}};
+         static_cast<float*>(exp_avg_sq.get()), static_cast<act_t*>(working.get()), n, 0.1f}};
     const ptdp::fused::MultiTensorMetadata meta = ptdp::fused::pack_multi_tensor(list);
     auto device_meta = device_zeros(meta.bytes.size());
     PTDP_CALL(cudaMemcpy(device_meta.get(), meta.bytes.data(), meta.bytes.size(), cudaMemcpyHostToDevice));

@@ -597,7 +597,7 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
     const bool has_working = t % 2 == 1 || t == 4;
     const size_t o = misalign(t);
     adam.push_back(AdamTensor{p.back()->get() + o, g.back()->get() + o, m.back()->get() + o, v.back()->get() + o,
-                              has_working ? reinterpret_cast<bf16*>(w.back()->get() + o) : nullptr, int64_t(n),
+                              has_working ? reinterpret_cast<act_t*>(w.back()->get() + o) : nullptr, int64_t(n),
                               t >= 2 ? 0.1f : 0.0f});
     squares.push_back(SquareSumTensor{g.back()->get() + o, int64_t(n)});
     for (float x : hg.back()) square_sum += double(x) * x;
@@ -645,7 +645,7 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
   std::vector<CastTensor> casts;
   for (size_t t = 0; t < sizes.size(); ++t) {
     w[t]->poison();
-    casts.push_back(CastTensor{p[t]->get() + misalign(t), reinterpret_cast<bf16*>(w[t]->get() + misalign(t)), sizes[t], nullptr});
+    casts.push_back(CastTensor{p[t]->get() + misalign(t), reinterpret_cast<act_t*>(w[t]->get() + misalign(t)), sizes[t], nullptr});
   }
   const MultiTensorMetadata cast_meta = pack_multi_tensor(casts);
   DeviceArray<uint8_t> d_cast_meta(cast_meta.bytes);

@@ -30,6 +30,6 @@ struct TestDevice {
   void sync() const { cuda_ok(cudaStreamSynchronize(stream), "kernel"); }
 };
 
-inline bf16* bf(DeviceArray<uint16_t>& a) { return reinterpret_cast<bf16*>(a.get()); }
+inline act_t* bf(DeviceArray<uint16_t>& a) { return reinterpret_cast<act_t*>(a.get()); }
 
 }  // namespace ptdp::fused::test
