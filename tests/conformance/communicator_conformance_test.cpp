@@ -158,6 +158,9 @@ std::string where(const Group& g, const std::string& op, size_t count) {
 
 class CommunicatorConformance : public ::testing::TestWithParam<CommunicatorUnderTest> {
  protected:
+  void SetUp() override {
+    if (!GetParam().cannot_run_here.empty()) GTEST_SKIP() << GetParam().name << ": " << GetParam().cannot_run_here;
+  }
   int world() const { return GetParam().world_size; }
 
   // Runs body as every rank: each creates its communicator, binds it and joins the world first.

@@ -20,6 +20,9 @@ struct CommunicatorUnderTest {
   uint32_t capabilities = 0;             // and keeps (CommCapability bits)
   // Called once in every rank process, before init().
   std::function<std::shared_ptr<Communicator>()> create;
+  // Why it cannot run on this machine (CUDA memory and no GPU), or empty: its tests are skipped
+  // with this reason, so that a CUDA build's suite passes where it is built and fails nowhere.
+  std::string cannot_run_here;
 
   bool has(CommCapability c) const { return (capabilities & capability_bit(c)) != 0; }
 };
@@ -31,6 +34,9 @@ struct CommunicatorUnderTest {
 // Each runs with PTDP_CONFORMANCE_WORLD ranks when set; else 8, or one per GPU for a
 // communicator that moves CUDA memory and cannot share a GPU between ranks.
 std::vector<CommunicatorUnderTest> communicators_under_test();
+
+// GPUs the NVIDIA driver shows this process (0 without the driver).
+int gpus_present();
 
 // How GoogleTest shows the parameter (test names and listings).
 inline void PrintTo(const CommunicatorUnderTest& c, std::ostream* out) {

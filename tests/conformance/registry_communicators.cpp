@@ -41,15 +41,6 @@ std::string test_name(std::string name) {
   return name;
 }
 
-int gpus_present() {
-  std::error_code ec;
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    (void)entry;
-    ++count;
-  }
-  return count;
-}
 
 std::shared_ptr<Communicator> create(const std::string& plugin) {
   PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
@@ -94,6 +85,16 @@ MemoryKind memory_named(const std::string& entry, const std::string& memory, con
 
 }  // namespace
 
+int gpus_present() {
+  std::error_code ec;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    (void)entry;
+    ++count;
+  }
+  return count;
+}
+
 std::vector<CommunicatorUnderTest> communicators_under_test() {
   const char* world = std::getenv("PTDP_CONFORMANCE_WORLD");
   std::vector<CommunicatorUnderTest> out;
@@ -108,6 +109,7 @@ std::vector<CommunicatorUnderTest> communicators_under_test() {
     c.capabilities = d.capabilities;
     c.name = test_name(plugin_name(plugin) + (c.memory == MemoryKind::Cuda ? "_cuda" : "_host"));
     if (c.memory == MemoryKind::Cuda && !c.has(CommCapability::SharesDevice)) c.world_size = std::max(1, gpus_present());
+    if (c.memory == MemoryKind::Cuda && gpus_present() == 0) c.cannot_run_here = "it moves CUDA memory and this machine has no GPU";
     if (world && *world) c.world_size = std::atoi(world);
     c.create = [plugin] { return create(plugin); };
     out.push_back(std::move(c));
