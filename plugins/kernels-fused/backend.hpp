@@ -29,21 +29,23 @@ inline namespace PTDP_FUSED_ACTIVATIONS {
 enum class AttentionPath { Flash, Unfused };
 
 // The plugin's options (README.md's table); each fusion can be turned off to measure what it gives.
+// KernelsFused sets every field from the plugin's schema (plugin_entry.cpp), the one source of
+// their defaults.
 struct BackendOptions {
-  AttentionPath attention = AttentionPath::Flash;
-  size_t gemm_workspace_bytes = size_t(32) << 20;
-  GemmWorkspaceScope gemm_workspace_scope = GemmWorkspaceScope::GradientEpilogues;  // which GEMMs are offered it
-  bool gemm_autotune = false;     // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
-  bool gelu_epilogue = true;      // FC1 bias + GeLU and its backward in cuBLASLt epilogues
-  bool bias_grad_epilogue = false;  // bias gradients from the weight-gradient GEMMs' epilogues (BGRADB)
-  bool fused_layer_norm_backward = true;  // LayerNorm's backward in one launch
-  bool fused_residual_layer_norm = true;  // the attention half's bias + dropout + add with LayerNorm 2
-  bool layer_norm_bias_grads = true;  // without dropout, the row-parallel biases' gradients summed by LayerNorm's backward
-  bool one_pass_cross_entropy = false;     // the loss and its gradient in one kernel in forward (t = 1)
-  bool first_backward_writes_gradients = true;  // weight-gradient GEMMs at beta 0 on the step's first backward
+  AttentionPath attention;
+  size_t gemm_workspace_bytes;
+  GemmWorkspaceScope gemm_workspace_scope;  // which GEMMs are offered it
+  bool gemm_autotune;             // each GEMM shape's cuBLASLt algorithm timed among the heuristic's first
+  bool gelu_epilogue;             // FC1 bias + GeLU and its backward in cuBLASLt epilogues
+  bool bias_grad_epilogue;        // bias gradients from the weight-gradient GEMMs' epilogues (BGRADB)
+  bool fused_layer_norm_backward;  // LayerNorm's backward in one launch
+  bool fused_residual_layer_norm;  // the attention half's bias + dropout + add with LayerNorm 2
+  bool layer_norm_bias_grads;     // without dropout, the row-parallel biases' gradients summed by LayerNorm's backward
+  bool one_pass_cross_entropy;    // the loss and its gradient in one kernel in forward (t = 1)
+  bool first_backward_writes_gradients;  // weight-gradient GEMMs at beta 0 on the step's first backward
   // Under precision.fp8: cuBLASLt's fast accumulation for the forward GEMMs, and for the gradients'.
-  bool fp8_forward_fast_accumulation = true;
-  bool fp8_gradient_fast_accumulation = false;
+  bool fp8_forward_fast_accumulation;
+  bool fp8_gradient_fast_accumulation;
 };
 
 class Backend {

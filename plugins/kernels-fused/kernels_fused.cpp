@@ -71,29 +71,24 @@ std::string check_model(const KernelsBinding& b) {
 }  // namespace
 
 KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
-  if (context.config) {
-    const std::string attention = context.config->get_string("attention");
-    if (attention == "flash") options_.attention = AttentionPath::Flash;
-    else if (attention == "unfused") options_.attention = AttentionPath::Unfused;
-    else throw Error("kernels-fused: attention = \"" + attention + "\" is not one of flash, unfused");
-    options_.gemm_workspace_bytes = size_t(context.config->get_int("gemm_workspace_mb")) << 20;
-    const std::string scope = context.config->get_string("gemm_workspace_scope");
-    if (scope == "gradient_epilogues") options_.gemm_workspace_scope = GemmWorkspaceScope::GradientEpilogues;
-    else if (scope == "all") options_.gemm_workspace_scope = GemmWorkspaceScope::All;
-    else throw Error("kernels-fused: gemm_workspace_scope = \"" + scope + "\" is not one of gradient_epilogues, all");
-    options_.gemm_autotune = context.config->get_bool("gemm_autotune");
-    options_.gelu_epilogue = context.config->get_bool("gelu_epilogue");
-    options_.bias_grad_epilogue = context.config->get_bool("bias_grad_epilogue");
-    options_.fused_layer_norm_backward = context.config->get_bool("fused_layer_norm_backward");
-    options_.fused_residual_layer_norm = context.config->get_bool("fused_residual_layer_norm");
-    options_.layer_norm_bias_grads = context.config->get_bool("layer_norm_bias_grads");
-    options_.one_pass_cross_entropy = context.config->get_bool("one_pass_cross_entropy");
-    options_.first_backward_writes_gradients = context.config->get_bool("first_backward_writes_gradients");
-    options_.fp8_forward_fast_accumulation = context.config->get_bool("fp8_forward_fast_accumulation");
-    options_.fp8_gradient_fast_accumulation = context.config->get_bool("fp8_gradient_fast_accumulation");
-  } else {
-    options_.attention = flash_attention_built() ? AttentionPath::Flash : AttentionPath::Unfused;
-  }
+  // The schema (plugin_entry.cpp) is the one source of each option's default and of the choices
+  // a string may take: the host validated this table against it.
+  PTDP_CHECK(context.config, "kernels-fused: made without its configuration table");
+  const ConfigView& c = *context.config;
+  options_.attention = c.get_string("attention") == "flash" ? AttentionPath::Flash : AttentionPath::Unfused;
+  options_.gemm_workspace_bytes = size_t(c.get_int("gemm_workspace_mb")) << 20;
+  options_.gemm_workspace_scope =
+      c.get_string("gemm_workspace_scope") == "all" ? GemmWorkspaceScope::All : GemmWorkspaceScope::GradientEpilogues;
+  options_.gemm_autotune = c.get_bool("gemm_autotune");
+  options_.gelu_epilogue = c.get_bool("gelu_epilogue");
+  options_.bias_grad_epilogue = c.get_bool("bias_grad_epilogue");
+  options_.fused_layer_norm_backward = c.get_bool("fused_layer_norm_backward");
+  options_.fused_residual_layer_norm = c.get_bool("fused_residual_layer_norm");
+  options_.layer_norm_bias_grads = c.get_bool("layer_norm_bias_grads");
+  options_.one_pass_cross_entropy = c.get_bool("one_pass_cross_entropy");
+  options_.first_backward_writes_gradients = c.get_bool("first_backward_writes_gradients");
+  options_.fp8_forward_fast_accumulation = c.get_bool("fp8_forward_fast_accumulation");
+  options_.fp8_gradient_fast_accumulation = c.get_bool("fp8_gradient_fast_accumulation");
   if (options_.attention == AttentionPath::Flash) require_flash_attention_built();
 }
 
