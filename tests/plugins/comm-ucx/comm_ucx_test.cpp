@@ -204,9 +204,10 @@ TEST(CommUcx, ReceiveBufferTooLargeIsReported) {
 
 TEST(CommUcx, RefusesWhatItCannotMove) {
   expect_success(run_world(1, {}, 10, [](int, UcxCommunicator& comm) {
-    std::vector<uint16_t> halves(4);
-    require_mentions(error_of([&] { comm.all_reduce(Tensor{halves.data(), DType::F16, {4}, {}}, ReduceOp::Sum); }),
-                     "all_reduce: cannot reduce f16 tensors", "f16");
+    // f16 reduces (precision.params = "fp16"); raw 16-bit words have no sum.
+    std::vector<uint16_t> words(4);
+    require_mentions(error_of([&] { comm.all_reduce(Tensor{words.data(), DType::U16, {4}, {}}, ReduceOp::Sum); }),
+                     "all_reduce: cannot reduce u16 tensors", "u16");
     std::vector<float> v(4);
     Tensor on_gpu = floats(v);
     on_gpu.device = Device{MemoryKind::Cuda, 0};
