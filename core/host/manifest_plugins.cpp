@@ -7,6 +7,8 @@
 #include "manifest/manifest_loader.hpp"
 #include "plugin/manifest_plugin_set.hpp"
 #include "runtime/device_placement.hpp"
+#include "plan/activation_choices.hpp"
+#include "runtime/kernels_activation_memory.hpp"
 #include "runtime/kernels_precision.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
@@ -29,7 +31,9 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     check_memory_pairing(backend->device().kind, communicator->memory_kinds(), config.plugins.kernels,
                          config.plugins.communicator);
     try {
-      check_kernels_precision(config, plugins.at(PluginKind::LayerKernels).info->descriptor->abi_minor, *backend);
+      const uint32_t kernels_abi_minor = plugins.at(PluginKind::LayerKernels).info->descriptor->abi_minor;
+      check_kernels_precision(config, kernels_abi_minor, *backend);
+      check_kernels_activation_memory(config, kernels_abi_minor, *backend);
     } catch (const Error& e) {
       throw ManifestError(fmt::format("{}: {}", config.source, e.what()));  // the message names its key
     }
@@ -49,6 +53,7 @@ std::vector<std::string> check_manifest_plugins(const RunConfig& config) {
     lines.push_back(fmt::format("schedule     {} verified for p={} v={} m={}: peak activations on stage 0: {}",
                                 config.plugins.scheduler, shape.stages, shape.chunks, shape.microbatches,
                                 schedule.report.peak_activations.at(0)));
+    lines.push_back(fmt::format("activations  {}", activation_choices_text(config, schedule.report.peak_activations)));
   } catch (const ManifestError&) {
     throw;
   } catch (const PluginSlotError& e) {

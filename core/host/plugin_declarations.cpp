@@ -65,8 +65,14 @@ void declare_kernels(const LayerKernels& kernels, uint32_t abi_minor, PluginDecl
                                         {{precision_bit(PrecisionSupport::Fp8Hybrid), "fp8_hybrid", "FP8 hybrid"},
                                          {precision_bit(PrecisionSupport::Fp16), "fp16", "fp16"}},
                                         "precisions", ", ", out);
-  out.lines.push_back(fmt::format("computes on {} in {}; also runs {}", device, activation,
-                                  runs.empty() ? "no other precision" : runs));
+  // A plugin built before ABI 1.8 has no activation_memory_features() to ask.
+  const std::string cuts = declare_bits(
+      abi_minor >= 8 ? kernels.activation_memory_features() : 0,
+      {{feature_bit(ActivationMemoryFeature::SequenceParallel), "sequence_parallel", "sequence parallelism"},
+       {feature_bit(ActivationMemoryFeature::SelectiveRecompute), "selective_recompute", "selective recomputation"}},
+      "activation_memory", ", ", out);
+  out.lines.push_back(fmt::format("computes on {} in {}; also runs {}; activation memory: {}", device, activation,
+                                  runs.empty() ? "no other precision" : runs, cuts.empty() ? "no savings" : cuts));
 }
 
 PluginDeclarations declared_here(const PluginInfo& plugin) {

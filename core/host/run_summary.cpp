@@ -55,16 +55,22 @@ std::string describe_run(const RunConfig& c) {
                                  c.launch.nnodes == 1 ? "" : "s"));
   line("pipeline", fmt::format("virtual_stages v = {}, microbatches m = {}, bubble (p-1)/(v*m) = {:.4f}",
                                p.virtual_stages, p.microbatches(), formula_bubble_fraction(ScheduleShape{p.pipeline, p.virtual_stages, p.microbatches()})));
-  line("batch", fmt::format("micro_batch b = {}, global_batch B = {}, scatter_gather {}, recompute {}{}",
-                            p.micro_batch, p.global_batch, p.scatter_gather ? "on" : "off", p.recompute,
-                            recompute ? fmt::format(" (recompute_every {})", p.recompute_every) : ""));
+  line("batch", fmt::format("micro_batch b = {}, global_batch B = {}, scatter_gather {}, sequence_parallel {}, "
+                            "recompute {}{}",
+                            p.micro_batch, p.global_batch, p.scatter_gather ? "on" : "off",
+                            p.sequence_parallel ? "on" : "off", p.recompute,
+                            recompute                 ? fmt::format(" (recompute_every {})", p.recompute_every)
+                            : p.selective_recompute() ? fmt::format(" ({})", fmt::join(p.recompute_modules, ", "))
+                                                      : ""));
   line("model", fmt::format("{} layers, hidden {}, {} heads, seq_len {}, vocab {} (padded {}), ffn_hidden {}",
                             m.layers, m.hidden, m.heads, m.seq_len, m.vocab, m.padded_vocab, m.ffn_hidden));
   const int64_t params = parameter_count(m);
   line("parameters", fmt::format("{} ({}) by P = 12*l*h^2*(1 + 13/(12h) + (V+s)/(12*l*h))", params,
                                  with_unit(static_cast<double>(params))));
   line("flops/step", fmt::format("{:.3e} (paper Eq. 3, {} recomputation)", flops_per_step(c),
-                                 recompute ? "with full" : "without"));
+                                 recompute                          ? "with full"
+                                 : recomputes_core_attention(p) ? "with selective (core_attention)"
+                                                                    : "without"));
   line("memory", model_state_per_rank(c));
   line("plugins", fmt::format("communicator {}, kernels {}, scheduler {}, checkpoint {}", c.plugins.communicator,
                               c.plugins.kernels, c.plugins.scheduler, c.plugins.checkpoint));

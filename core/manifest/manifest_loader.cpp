@@ -60,8 +60,10 @@ void read_parallel(TableReader r, RunConfig::Parallel& par) {
   r.read("micro_batch", par.micro_batch, 1, kMaxBatch);
   r.read("global_batch", par.global_batch, 1, kMaxBatch);
   r.read("scatter_gather", par.scatter_gather);
-  r.read("recompute", par.recompute, {"none", "full"});
+  r.read("sequence_parallel", par.sequence_parallel);
+  r.read("recompute", par.recompute, {"none", "full", "selective"});
   r.read("recompute_every", par.recompute_every, 1, kMaxLayers);
+  r.read("recompute_modules", par.recompute_modules);
   r.read("distributed_optimizer", par.distributed_optimizer);
   r.read("overlap_param_gather", par.overlap_param_gather);
   r.read("bucket_elements", par.bucket_elements, 1, int64_t(1) << 40);

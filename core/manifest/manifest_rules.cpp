@@ -4,6 +4,9 @@
 
 #include <cstdint>
 
+#include <ptdp/activation_recompute.hpp>
+#include <ptdp/message_text.hpp>
+
 #include "schedule/schedule_shape.hpp"
 
 namespace ptdp {
@@ -68,6 +71,26 @@ void apply_manifest_rules(RunConfig& c, const ManifestLocator& at) {
     fail({"parallel.recompute_every", "parallel.recompute"},
          fmt::format("{} must divide the layers of a model chunk, layers / (pipeline * virtual_stages) = {}",
                      par.recompute_every, chunk_layers));
+
+  // Sequence parallelism splits the sequence over the tensor group outside the GEMMs.
+  if (par.sequence_parallel && t == 1)
+    fail({"parallel.sequence_parallel", "parallel.tensor"},
+         "needs parallel.tensor > 1 (got 1): it splits the sequence over the tensor-parallel group");
+  if (par.sequence_parallel && model.seq_len % t != 0)
+    fail({"parallel.sequence_parallel", "model.seq_len", "parallel.tensor"},
+         fmt::format("seq_len ({}) must be divisible by tensor ({})", model.seq_len, t));
+  for (size_t i = 0; i < par.recompute_modules.size(); ++i) {
+    const std::string& name = par.recompute_modules[i];
+    if (recompute_module_bit(name) == 0)
+      fail({"parallel.recompute_modules"},
+           fmt::format("unknown module \"{}\" (modules: core_attention, layernorm, mlp_activation)", excerpt(name)));
+    for (size_t j = 0; j < i; ++j)
+      if (par.recompute_modules[j] == name)
+        fail({"parallel.recompute_modules"}, fmt::format("lists \"{}\" twice", name));
+  }
+  if (par.selective_recompute() && par.recompute_modules.empty())
+    fail({"parallel.recompute_modules", "parallel.recompute"},
+         "is empty, so recompute = \"selective\" would recompute nothing; list modules or set recompute = \"none\"");
 
   // The vocab-parallel embedding gives each tensor rank an equal slice of rows.
   model.padded_vocab = static_cast<int>((model.vocab + t - 1) / t * t);

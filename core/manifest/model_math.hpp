@@ -23,14 +23,33 @@ inline double flops_per_step(const RunConfig::Model& m, int64_t global_batch, bo
                    : 72 * base * (1 + s / (6 * h) + V / (12 * l * h));
 }
 
-inline double flops_per_step(const RunConfig& c) {
-  return flops_per_step(c.model, c.parallel.global_batch, c.parallel.recompute == "full");
+// Whether selective recomputation recomputes the attention's two batched GEMMs (core_attention):
+// the other modules it may recompute hold no GEMM.
+inline bool recomputes_core_attention(const RunConfig::Parallel& p) {
+  if (!p.selective_recompute()) return false;
+  for (const std::string& m : p.recompute_modules)
+    if (m == "core_attention") return true;
+  return false;
 }
 
-// Which of the two formulas flops_per_step(c) used, for logs and benchmark records.
+// With selective recomputation of core_attention the backward runs the attention GEMMs' forward
+// (4·b·s²·h a layer) once more: 72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h)).
+inline double flops_per_step_recomputing_attention(const RunConfig::Model& m, int64_t global_batch) {
+  const double B = static_cast<double>(global_batch), s = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;
+  return 72 * B * s * l * h * h * (1 + 2 * s / (9 * h) + V / (12 * l * h));
+}
+
+inline double flops_per_step(const RunConfig& c) {
+  if (recomputes_core_attention(c.parallel)) return flops_per_step_recomputing_attention(c.model, c.parallel.global_batch);
+  return flops_per_step(c.model, c.parallel.global_batch, c.parallel.full_recompute());
+}
+
+// Which of the formulas flops_per_step(c) used, for logs and benchmark records.
 inline const char* flops_formula_name(const RunConfig& c) {
-  return c.parallel.recompute == "full" ? "96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) (full recomputation)"
-                                        : "72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) (no recomputation)";
+  if (recomputes_core_attention(c.parallel))
+    return "72*B*s*l*h^2*(1 + 2s/(9h) + V/(12*l*h)) (selective recomputation of core_attention)";
+  return c.parallel.full_recompute() ? "96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) (full recomputation)"
+                                     : "72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) (no recomputation)";
 }
 
 }  // namespace ptdp

@@ -34,8 +34,13 @@ struct RunConfig {
     int tensor = 1, pipeline = 1, data = 1, virtual_stages = 1;
     int micro_batch = 1, global_batch = 1;
     bool scatter_gather = false;
-    std::string recompute = "none";  // "none" | "full"
+    bool sequence_parallel = false;  // LayerNorm, dropout and residual activations split over t
+    std::string recompute = "none";  // "none" | "full" | "selective"
     int recompute_every = 1;         // with "full": checkpoint every c layers
+    // With "selective": what a block recomputes (names of ptdp/activation_recompute.hpp)
+    std::vector<std::string> recompute_modules = {"core_attention"};
+    bool full_recompute() const { return recompute == "full"; }
+    bool selective_recompute() const { return recompute == "selective"; }
     bool distributed_optimizer = false;  // master state and Adam moments sharded over d (ZeRO-1)
     bool overlap_param_gather = true;    // its weight all-gather runs beside the next step's forward
     int64_t bucket_elements = 40000000;  // gradients per data-parallel reduction; see default_bucket_elements

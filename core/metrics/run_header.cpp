@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "manifest/run_config_json.hpp"
+#include "plan/activation_choices.hpp"
 #include "plugin/manifest_plugin_set.hpp"
 #include "ptdp/error.hpp"
 #include "version.hpp"
@@ -40,6 +41,7 @@ RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, con
   header.manifest = config.source;
   header.manifest_hash = manifest_hash(config.source);
   header.settings = run_config_json(config);
+  header.activation_memory = activation_choices_json(config);
   // The checkpoint store is recorded only for runs that checkpoint.
   const ManifestPluginSet loaded = load_manifest_plugins(registry, config.plugins, !config.checkpoint.dir.empty());
   for (const SlotPlugin& p : loaded.loaded())
@@ -71,7 +73,8 @@ nlohmann::ordered_json run_header_json(const RunHeader& h) {
           {"device", h.device},
           {"host", h.host},
           {"plugins", plugins},
-          {"settings", h.settings}};
+          {"settings", h.settings},
+          {"activation_memory", h.activation_memory}};
 }
 
 bool is_run_header(const nlohmann::json& line) {

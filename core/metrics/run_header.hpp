@@ -25,6 +25,9 @@ struct RunHeader {
   std::string manifest;       // the manifest's path as given
   std::string manifest_hash;  // "fnv1a64:<16 hex digits>" of the manifest file's bytes
   nlohmann::ordered_json settings;  // run_config_json(): every key as resolved
+  // activation_choices_json(): one layer's activations under each recomputation choice, with and
+  // without sequence parallelism, and which this run made (written, not read back)
+  nlohmann::ordered_json activation_memory;
   std::vector<PluginRecord> plugins;
   int pipeline = 1, tensor = 1, data = 1, virtual_stages = 1, microbatches = 1, world_size = 1;
   std::string device;  // rank 0's: "cpu" or "cuda:<index>"

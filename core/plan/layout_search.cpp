@@ -20,7 +20,8 @@ std::optional<std::string> layout_problem(const PlanRequest& r, const PlanLayout
   config.parallel.pipeline = l.pipeline, config.parallel.tensor = l.tensor, config.parallel.data = l.data;
   config.parallel.micro_batch = l.micro_batch, config.parallel.virtual_stages = l.virtual_stages;
   config.parallel.global_batch = r.global_batch;
-  config.parallel.recompute = l.recompute ? "full" : "none";
+  config.parallel.recompute = l.recompute ? "full" : l.selective() ? "selective" : "none";
+  config.parallel.sequence_parallel = l.sequence_parallel;
   config.launch.nproc_per_node = r.gpus;
   static const toml::table no_file;
   try {
@@ -41,7 +42,10 @@ PlanCandidate evaluate_layout(const PlanRequest& r, const PlanLayout& l, const C
   c.fits = c.memory.total() <= cluster.memory_bytes;
   c.timed = true;
   c.time = step_time(r.model, r.global_batch, l, cluster, simulation);
-  c.tflops_per_gpu = flops_per_step(r.model, r.global_batch, l.recompute) / c.time.total() / l.gpus() / 1e12;
+  const double flops = l.recomputes(RecomputeModule::CoreAttention)
+                           ? flops_per_step_recomputing_attention(r.model, r.global_batch)
+                           : flops_per_step(r.model, r.global_batch, l.recompute);
+  c.tflops_per_gpu = flops / c.time.total() / l.gpus() / 1e12;
   return c;
 }
 
@@ -56,12 +60,17 @@ std::vector<PlanLayout> allowed_layouts(const PlanRequest& r, int max_micro_batc
         for (int v = 1; v <= r.model.layers / p; ++v) {
           // Recomputation, the optimizer and scatter/gather change no rule: check the rest once.
           if (layout_problem(r, {p, t, d, b, v, false, false, false})) continue;
-          for (bool recompute : {false, true})
-            for (bool sharded : {false, true})
-              for (bool sg : {false, true}) {
-                if ((sharded && d == 1) || (sg && (p == 1 || t == 1))) continue;  // nothing to shard or scatter
-                layouts.push_back({p, t, d, b, v, recompute, sharded, sg});
-              }
+          // No recomputation, the paper's selective one (core_attention) or full; sequence
+          // parallelism wherever there is a tensor group to split the sequence over.
+          const uint32_t selective = module_bit(RecomputeModule::CoreAttention);
+          for (uint32_t recompute : {0u, 1u, 2u})
+            for (bool sp : {false, true})
+              for (bool sharded : {false, true})
+                for (bool sg : {false, true}) {
+                  if ((sharded && d == 1) || (sg && (p == 1 || t == 1))) continue;  // nothing to shard or scatter
+                  if (sp && (t == 1 || r.model.seq_len % t != 0)) continue;      // no sequence to split
+                  layouts.push_back({p, t, d, b, v, recompute == 2, sharded, sg, sp, recompute == 1 ? selective : 0});
+                }
         }
     }
   }

@@ -29,20 +29,48 @@ double parameters_on_gpu(const RunConfig::Model& m, const PlanLayout& layout, in
   return params;
 }
 
-double layer_activation_bytes(const RunConfig::Model& m, const PlanLayout& layout, const ClusterSpec& cluster) {
+double layer_activation_bytes(const RunConfig::Model& m, const PlanLayout& layout, bool scores_in_memory) {
   const double sbh = static_cast<double>(m.seq_len) * layout.micro_batch * m.hidden, t = layout.tensor;
-  double bytes = sbh * (10 + 24 / t);
-  if (cluster.attention_scores_in_memory)
+  const double replicated_over = layout.sequence_parallel ? t : 1;
+  // The 10: the two LayerNorms' inputs (4) and outputs (4, the QKV and FC1 inputs), the two
+  // dropout masks (2). The 24/t: Q and K (4), V (2), the projection's input (2), FC1's output (8)
+  // and the GeLU's (8, FC2's input).
+  double replicated = 10, split = 24;
+  if (layout.recomputes(RecomputeModule::LayerNorm)) replicated -= 4;
+  if (layout.recomputes(RecomputeModule::MlpActivation)) split -= 8;
+  double bytes = sbh * (replicated / replicated_over + split / t);
+  if (scores_in_memory && !layout.recomputes(RecomputeModule::CoreAttention))
     bytes += 5.0 * m.heads * m.seq_len * static_cast<double>(m.seq_len) * layout.micro_batch / t;
+  return bytes;
+}
+
+double layer_activation_bytes(const RunConfig::Model& m, const PlanLayout& layout, const ClusterSpec& cluster) {
+  return layer_activation_bytes(m, layout, cluster.attention_scores_in_memory);
+}
+
+double layer_input_bytes(const RunConfig::Model& m, const PlanLayout& layout) {
+  const double sbh = static_cast<double>(m.seq_len) * layout.micro_batch * m.hidden;
+  return kActivationBytes * sbh / (layout.sequence_parallel ? layout.tensor : 1);
+}
+
+double stage_activation_bytes(const RunConfig::Model& m, const PlanLayout& layout, bool scores_in_memory, int peak,
+                              bool last_stage) {
+  const double layers_per_chunk = static_cast<double>(m.layers) / (layout.pipeline * layout.virtual_stages);
+  PlanLayout kept_whole = layout;
+  kept_whole.recompute = false;
+  kept_whole.recompute_modules = 0;
+  const double full_layer = layer_activation_bytes(m, kept_whole, scores_in_memory);
+  double bytes = peak * layers_per_chunk *
+                 (layout.recompute ? layer_input_bytes(m, layout) : layer_activation_bytes(m, layout, scores_in_memory));
+  if (layout.recompute) bytes += full_layer;  // the layer being recomputed
+  if (last_stage)
+    bytes += static_cast<double>(layout.micro_batch) * m.seq_len * padded_vocab(m, layout.tensor) / layout.tensor *
+             kLogitBytes;
   return bytes;
 }
 
 MemoryBreakdown memory_per_gpu(const RunConfig::Model& m, const PlanLayout& layout, const ClusterSpec& cluster,
                                const std::vector<int>& peak_activations) {
-  const double layers_per_chunk = static_cast<double>(m.layers) / (layout.pipeline * layout.virtual_stages);
-  const double full_layer = layer_activation_bytes(m, layout, cluster);
-  const double kept_per_layer =
-      layout.recompute ? kActivationBytes * m.seq_len * static_cast<double>(layout.micro_batch) * m.hidden : full_layer;
   MemoryBreakdown busiest;
   for (int stage : {0, layout.pipeline - 1}) {
     MemoryBreakdown b;
@@ -61,11 +89,8 @@ MemoryBreakdown memory_per_gpu(const RunConfig::Model& m, const PlanLayout& layo
       if (b.total() > busiest.total()) busiest = b;
       continue;
     }
-    b.activations = peak_activations.at(stage) * layers_per_chunk * kept_per_layer;
-    if (layout.recompute) b.activations += full_layer;  // the layer being recomputed
-    if (stage == layout.pipeline - 1)
-      b.activations += static_cast<double>(layout.micro_batch) * m.seq_len * padded_vocab(m, layout.tensor) /
-                       layout.tensor * kLogitBytes;
+    b.activations = stage_activation_bytes(m, layout, cluster.attention_scores_in_memory, peak_activations.at(stage),
+                                           stage == layout.pipeline - 1);
     if (b.total() > busiest.total()) busiest = b;
   }
   return busiest;

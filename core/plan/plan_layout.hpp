@@ -1,6 +1,9 @@
 #pragma once
 // One way to run a model's step on n GPUs: the dimensions the planner chooses between.
+#include <cstdint>
 #include <string>
+
+#include <ptdp/activation_recompute.hpp>
 
 namespace ptdp {
 
@@ -13,12 +16,20 @@ struct PlanLayout {
   bool recompute = false;  // full activation recomputation
   bool distributed_optimizer = false;  // fp32 master weights and Adam moments sharded over d (ZeRO-1), gradients reduce-scattered
   bool scatter_gather = false;         // inter-stage transfers as 1/t per tensor rank, then all-gather
+  bool sequence_parallel = false;      // LayerNorm, dropout and residual activations split over t
+  // Selective recomputation (unless `recompute`): bits of RecomputeModule (ptdp/activation_recompute.hpp)
+  uint32_t recompute_modules = 0;
+
+  bool selective() const { return !recompute && recompute_modules != 0; }
+  bool recomputes(RecomputeModule m) const { return selective() && (recompute_modules & module_bit(m)) != 0; }
 
   int gpus() const { return pipeline * tensor * data; }
   bool operator==(const PlanLayout&) const = default;
 };
 
-// "p 8 t 8 d 1 b 2 v 1 recompute sg", the way the planner's tables name a layout.
+// "p 8 t 8 d 1 b 2 v 1 recompute sg sp", the way the planner's tables name a layout.
 std::string layout_label(const PlanLayout& layout);
+// "none", "full" or "selective(core_attention,...)".
+std::string recompute_name(const PlanLayout& layout);
 
 }  // namespace ptdp

@@ -54,7 +54,8 @@ nlohmann::json candidate_json(const PlanCandidate& c) {
                       {"micro_batch", l.micro_batch},
                       {"virtual_stages", l.virtual_stages},
                       {"microbatches", c.microbatches},
-                      {"recompute", l.recompute ? "full" : "none"},
+                      {"recompute", recompute_name(l)},
+                      {"sequence_parallel", l.sequence_parallel},
                       {"distributed_optimizer", l.distributed_optimizer},
                       {"scatter_gather", l.scatter_gather},
                       {"fits", c.fits},
@@ -157,7 +158,10 @@ std::string plan_text(const PlanContext& context, const PlanResult& result, int 
   if (const PlanCandidate* best = result.best()) {
     const MemoryBreakdown& m = best->memory;
     out += fmt::format("best: {} — {:.3f} s per step, {:.1f} TFLOP/s per GPU ({} formula)\n", layout_label(best->layout),
-                       best->time.total(), best->tflops_per_gpu, best->layout.recompute ? "96" : "72");
+                       best->time.total(), best->tflops_per_gpu,
+                       best->layout.recompute                                        ? "96"
+                       : best->layout.recomputes(RecomputeModule::CoreAttention) ? "selective 72"
+                                                                                     : "72");
     out += fmt::format("  memory per GPU (stage {}): weights {} + gradients {} + optimizer state {} + activations {} + "
                        "workspace {} = {} GiB\n",
                        m.stage, gib(m.weights), gib(m.gradients), gib(m.optimizer_state), gib(m.activations),

@@ -29,7 +29,9 @@ double attention_score_forward_bytes(const RunConfig::Model& m, const PlanLayout
 
 struct LayerForward {
   double compute = 0;          // GEMMs and memory-bound kernels
-  double tensor_parallel = 0;  // the two all-reduces of the forward
+  double tensor_parallel = 0;  // the two all-reduces of the forward (under sequence parallelism a
+                               // reduce-scatter and an all-gather each, the same volume)
+  double selective = 0;        // what selective recomputation runs again before the backward
 };
 
 LayerForward layer_forward(const RunConfig::Model& m, const PlanLayout& l, const ClusterSpec& c) {
@@ -43,6 +45,15 @@ LayerForward layer_forward(const RunConfig::Model& m, const PlanLayout& l, const
   if (c.attention_scores_in_memory) bytes += attention_score_forward_bytes(m, l);
   f.compute += bytes / c.hbm_bytes_per_s;
   f.tensor_parallel = 2 * all_reduce_seconds(tokens * h * kActivationBytes, l.tensor, group_link(c, l.tensor, 1));
+  if (l.recomputes(RecomputeModule::CoreAttention)) {
+    f.selective += 2 * gemm_seconds(c, 2 * tokens * m.seq_len * h / t);
+    if (c.attention_scores_in_memory) f.selective += attention_score_forward_bytes(m, l) / c.hbm_bytes_per_s;
+  }
+  // A LayerNorm reads and writes h a token; bias+GeLU reads and writes ffn/t.
+  if (l.recomputes(RecomputeModule::LayerNorm))
+    f.selective += 2 * (2 * kActivationBytes * h) * tokens / (l.sequence_parallel ? t : 1) / c.hbm_bytes_per_s;
+  if (l.recomputes(RecomputeModule::MlpActivation))
+    f.selective += 2 * kActivationBytes * m.ffn_hidden / t * tokens / c.hbm_bytes_per_s;
   return f;
 }
 
@@ -67,6 +78,7 @@ StageTimes stage_times(const RunConfig::Model& m, const PlanLayout& l, const Clu
     s.backward_compute += layers * layer.compute;
     s.backward_tensor_parallel += layers * layer.tensor_parallel;
   }
+  s.backward_compute += layers * layer.selective;
   return s;
 }
 

@@ -26,9 +26,9 @@ bool counts_in_grad_norm(const ParamRef& p, const GridPosition& me, int stages) 
 
 GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
                                  std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, ReductionLane* lane,
-                                 TimelineRecorder& timeline)
+                                 TimelineRecorder& timeline, bool sequence_parallel)
     : kernels_(kernels), groups_(groups), chunks_(chunks), zeroed_(std::move(zeroed)), reduce_scatter_(reduce_scatter),
-      lane_(lane), timeline_(timeline) {
+      lane_(lane), timeline_(timeline), sequence_parallel_(sequence_parallel && groups.tensor->size() > 1) {
   PTDP_CHECK(zeroed_.size() == chunks_.size(), "GradientReducer: one list of gradients to zero per chunk");
   PTDP_CHECK(lane_ || groups_.data->size() == 1, "a data-parallel group of more than one rank needs a reduction lane");
   for (const ChunkBuffers& c : chunks_) reduced_.emplace_back(c.layout().buckets.size(), false);
@@ -43,7 +43,17 @@ void GradientReducer::begin_step(bool zero_gradients) {
   for (auto& flags : reduced_) flags.assign(flags.size(), false);
 }
 
+void GradientReducer::sum_sequence_shares(int chunk, int unit) {
+  const ChunkBuffers& c = chunks_.at(chunk);
+  timeline_.span("tp all-reduce of replicated gradients", "collective", [&] {
+    for (size_t i = 0; i < c.params().size(); ++i)
+      if (c.entries()[i].unit == unit && c.params()[i].shard_dim < 0)
+        groups_.tensor->all_reduce(c.params()[i].grad, ReduceOp::Sum);
+  });
+}
+
 void GradientReducer::layer_final(int chunk, int unit) {
+  if (sequence_parallel_) sum_sequence_shares(chunk, unit);
   const auto& buckets = chunks_.at(chunk).layout().buckets;
   for (size_t b = 0; b < buckets.size(); ++b)
     if (!buckets[b].alone && buckets[b].final_after_unit >= unit && !reduced_[chunk][b]) reduce(chunk, b);

@@ -23,9 +23,12 @@ class GradientReducer {
   // lane: where the reductions run; null when the data-parallel group is one rank. zeroed: per
   // chunk, the gradients each step starts from zero (gradient_zeroing.hpp); the backward writes
   // or adds to the rest.
+  // sequence_parallel: the gradients of parameters every tensor rank holds whole are each rank's
+  // rows' share (KernelsBinding::sequence_parallel); a layer's are summed over the tensor group
+  // once its gradients are final, before any bucket holding them is reduced.
   GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
                   std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, ReductionLane* lane,
-                  TimelineRecorder& timeline);
+                  TimelineRecorder& timeline, bool sequence_parallel = false);
 
   // Zeroes the gradients that start from zero, unless the optimizer still has the last step's
   // gathered weights in the buffers (and zeroes each bucket once it has taken them).
@@ -38,6 +41,8 @@ class GradientReducer {
 
  private:
   void reduce(int chunk, size_t bucket);
+  // Sums the layer's gradients of parameters every tensor rank holds whole over the tensor group.
+  void sum_sequence_shares(int chunk, int unit);
 
   LayerKernels& kernels_;
   const ParallelGroups& groups_;
@@ -47,6 +52,7 @@ class GradientReducer {
   ReductionLane* lane_;
   TimelineRecorder& timeline_;
   std::vector<std::vector<bool>> reduced_;  // per chunk and bucket, this step
+  bool sequence_parallel_;
 };
 
 // This rank's 1/d share of a bucket: [begin, begin + count) of the chunk's buffers.

@@ -6,8 +6,12 @@
 namespace ptdp {
 
 ModelChunk::ModelChunk(LayerKernels& kernels, const ChunkLayout& layout, const ModelSpec& model,
-                       int recompute_every, EmbeddingLayer* tied_embedding)
-    : kernels_(kernels), layout_(layout), model_(model), recompute_every_(recompute_every) {
+                       int recompute_every, EmbeddingLayer* tied_embedding, int64_t activation_rows)
+    : kernels_(kernels),
+      layout_(layout),
+      model_(model),
+      recompute_every_(recompute_every),
+      activation_rows_(activation_rows) {
   if (layout.has_embedding) embedding_ = kernels.make_embedding();
   for (int i = 0; i < layout.num_layers; ++i) blocks_.push_back(kernels.make_block(layout.first_layer + i));
   if (layout.has_head) {
@@ -39,9 +43,11 @@ std::vector<int> ModelChunk::parameter_layers() {
   return layers;
 }
 
-OwnedTensor ModelChunk::activation() {
-  return kernels_.allocate({model_.seq_len, model_.micro_batch, model_.hidden}, kernels_.activation_dtype());
+std::vector<int64_t> ModelChunk::activation_shape() const {
+  return {activation_rows_, model_.micro_batch, model_.hidden};
 }
+
+OwnedTensor ModelChunk::activation() { return kernels_.allocate(activation_shape(), kernels_.activation_dtype()); }
 
 OwnedTensor ModelChunk::reused_activation(OwnedTensor& spare) {
   if (!spare.storage) return activation();

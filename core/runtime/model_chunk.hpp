@@ -24,9 +24,9 @@ struct MicrobatchTokens {
 class ModelChunk {
  public:
   // tied_embedding: the embedding layer on this rank the head shares its word matrix with
-  // (p == 1), or nullptr.
+  // (p == 1), or nullptr. activation_rows: s' below.
   ModelChunk(LayerKernels& kernels, const ChunkLayout& layout, const ModelSpec& model,
-             int recompute_every, EmbeddingLayer* tied_embedding);
+             int recompute_every, EmbeddingLayer* tied_embedding, int64_t activation_rows);
 
   const ChunkLayout& layout() const { return layout_; }
   std::vector<ParamRef> parameters();
@@ -41,7 +41,11 @@ class ModelChunk {
     return out;
   }
 
-  // input: activation [s, b, h] (ignored when the chunk has the embedding). Returns the output
+  // Activations between layers are [s', b, h]: s' = s, or under sequence parallelism this tensor
+  // rank's s/t rows of the sequence (KernelsBinding::sequence_parallel).
+  std::vector<int64_t> activation_shape() const;
+
+  // input: activation [s', b, h] (ignored when the chunk has the embedding). Returns the output
   // activation, or an empty tensor when the chunk has the head (the loss goes to `loss`).
   // layer_starting, when given, is called with each layer's index (as parameter_layers()
   // numbers them) right before that layer's forward.
@@ -71,6 +75,7 @@ class ModelChunk {
   ChunkLayout layout_;
   ModelSpec model_;
   int recompute_every_;  // 0: keep every block's activations
+  int64_t activation_rows_;
   std::shared_ptr<EmbeddingLayer> embedding_;
   std::vector<std::shared_ptr<TransformerBlock>> blocks_;
   std::shared_ptr<HeadLayer> head_;

@@ -25,7 +25,9 @@ PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& 
       topology_(topology),
       me_(topology.position_of(groups.world->rank())),
       microbatches_(microbatches),
-      scatter_gather_(scatter_gather && topology.tensor() > 1),
+      // A sequence-parallel activation is already this rank's 1/t.
+      scatter_gather_(scatter_gather && topology.tensor() > 1 &&
+                      chunks_on_rank.front()->activation_shape().front() == model.seq_len),
       model_chunks_(chunks_on_rank),
       model_(model),
       samples_per_replica_(samples_per_replica),
@@ -47,8 +49,8 @@ int PipelineExecutor::tag(const Transfer& t) const {
 void PipelineExecutor::exchange(const Instruction& instruction) {
   Communicator& pipe = *groups_.pipeline;  // pipeline group ranks are stage indices
   const int t = topology_.tensor();
-  const int64_t n = static_cast<int64_t>(model_.seq_len) * model_.micro_batch * model_.hidden;
-  const std::vector<int64_t> shape = {model_.seq_len, model_.micro_batch, model_.hidden};
+  const std::vector<int64_t> shape = model_chunks_.front()->activation_shape();
+  const int64_t n = shape[0] * shape[1] * shape[2];
   struct Gather {
     BufferKey key;
     OwnedTensor part;

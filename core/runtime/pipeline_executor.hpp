@@ -2,7 +2,8 @@
 // Runs one rank's instruction stream for a step: the compute ops of its model chunks and the
 // grouped point-to-point transfers between pipeline neighbours, with the optional
 // scatter/gather transfer (each TP rank moves 1/t of the activation; the receiver all-gathers
-// over its TP group).
+// over its TP group). Under sequence parallelism each TP rank already holds only its 1/t of the
+// activation (its rows of the sequence) and sends it as it is, scatter/gather or not.
 #include <functional>
 #include <map>
 #include <memory>

@@ -13,6 +13,7 @@
 #include "profile/device_profiler_library.hpp"
 #include "runtime/device_placement.hpp"
 #include "runtime/gradient_zeroing.hpp"
+#include "runtime/kernels_activation_memory.hpp"
 #include "runtime/kernels_precision.hpp"
 #include "runtime/parameter_init.hpp"
 
@@ -75,6 +76,7 @@ void RankSetup::load_plugins() {
   kernels_write_first_gradients = blocks_write_first_gradients(kernels_abi_minor);
   scheduler = plugins_->create<Scheduler>(place());
   check_kernels_precision(cfg, kernels_abi_minor, *kernels);
+  check_kernels_activation_memory(cfg, kernels_abi_minor, *kernels);
   // Whether the communicator moves the kernels' memory was checked before this rank started
   // (check_manifest_plugins, which every caller of train_rank runs first).
 }
@@ -117,22 +119,32 @@ void RankSetup::bind_streams() {
     if (c) c->bind_stream(stream);
 }
 
+namespace {
+// The rows of the sequence an activation between layers holds on this rank.
+int64_t activation_rows(const RunConfig& cfg) {
+  return cfg.parallel.sequence_parallel ? cfg.model.seq_len / cfg.parallel.tensor : cfg.model.seq_len;
+}
+}  // namespace
+
 void RankSetup::build_model() {
   const int p = cfg.parallel.pipeline, v = cfg.parallel.virtual_stages;
   KernelsBinding binding;
   binding.model = model;
   binding.tp_rank = me.tp;
   binding.tp_size = topology.tensor();
-  binding.tp = groups.tensor.get();
+  kernels_tensor_group = std::make_shared<TracedCommunicator>(groups.tensor, "tp");
+  binding.tp = kernels_tensor_group.get();
   binding.device_index = device.index;
   binding.fp8 = fp8_recipe_of(cfg);
   binding.working = working_type_of(cfg);
+  binding.sequence_parallel = cfg.parallel.sequence_parallel;
+  binding.recompute_modules = recompute_modules_of(cfg);
   kernels->bind(binding);
-  const int every = cfg.parallel.recompute == "full" ? cfg.parallel.recompute_every : 0;
+  const int every = cfg.parallel.full_recompute() ? cfg.parallel.recompute_every : 0;
   for (int c = 0; c < v; ++c) {
     const ChunkLayout layout = chunk_layout(cfg.model.layers, p, v, me.pp, c);
     EmbeddingLayer* tied = (layout.has_head && !chunks.empty()) ? chunks.front()->embedding() : nullptr;
-    chunks.push_back(std::make_unique<ModelChunk>(*kernels, layout, binding.model, every, tied));
+    chunks.push_back(std::make_unique<ModelChunk>(*kernels, layout, binding.model, every, tied, activation_rows(cfg)));
   }
   // Each chunk's parameters move into its buffers; the tied word embedding's gradient gets a
   // bucket of its own where the embedding group sums it at the flush.

@@ -24,6 +24,7 @@
 #include "runtime/optimizer_state.hpp"
 #include "runtime/reduction_lane.hpp"
 #include "runtime/topology.hpp"
+#include "runtime/traced_communicator.hpp"
 #include "runtime/trainer.hpp"
 
 namespace ptdp {
@@ -55,6 +56,8 @@ class RankSetup {
   Device device;  // where this rank computes, handed to the communicator and the kernels
   std::shared_ptr<DeviceProfiler> profiler;  // --profile only
   ParallelGroups groups;
+  // The tensor group as the kernels plugin is handed it: its collectives show in the trace.
+  std::shared_ptr<TracedCommunicator> kernels_tensor_group;
   std::vector<std::unique_ptr<ModelChunk>> chunks;
   std::vector<ChunkBuffers> buffers;  // each chunk's master weights and gradients
   std::unique_ptr<OptimizerState> optimizer;

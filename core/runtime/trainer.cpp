@@ -43,6 +43,12 @@ class RankTrainer {
  public:
   RankTrainer(const RunConfig& config, const RankEnvironment& id, const TrainOptions& options)
       : cfg_(config), id_(id), options_(options), rank_(config, id, options) {}
+  // The tensor group the kernels hold records into the timeline, which goes first.
+  ~RankTrainer() {
+    if (rank_.kernels_tensor_group) rank_.kernels_tensor_group->trace_to(nullptr);
+  }
+  RankTrainer(const RankTrainer&) = delete;
+  RankTrainer& operator=(const RankTrainer&) = delete;
 
   TrainOutcome run();
   void abort(const std::string& reason) { rank_.abort(reason); }
@@ -229,6 +235,7 @@ void RankTrainer::prepare_steps(int64_t first_step) {
   executor_.emplace(*rank_.kernels, rank_.groups, rank_.topology, m, cfg_.parallel.scatter_gather, rank_.chunks, rank_.model,
                     cfg_.parallel.global_batch / rank_.topology.data(), rank_.kernels_write_first_gradients);
   timeline_.emplace(*rank_.kernels, /*wait_for_device=*/!rank_.profiler);
+  rank_.kernels_tensor_group->trace_to(&*timeline_);
   losses_ = rank_.kernels->allocate({m}, DType::F32);
   loss_scale_ = 1.0f / static_cast<float>(m * rank_.topology.data());
   if (id_.rank == 0 && !options_.metrics_path.empty()) {
@@ -241,7 +248,7 @@ void RankTrainer::prepare_steps(int64_t first_step) {
   for (size_t c = 0; c < rank_.chunks.size(); ++c)
     zeroed.push_back(gradients_to_zero(rank_.buffers[c], rank_.chunks[c]->layout(), rank_.kernels_write_first_gradients));
   reducer_.emplace(*rank_.kernels, rank_.groups, rank_.buffers, std::move(zeroed), rank_.optimizer->distributed(), rank_.lane.get(),
-                   *timeline_);
+                   *timeline_, cfg_.parallel.sequence_parallel);
   executor_->on_gradients_final([this](int chunk, int layer) { reducer_->layer_final(chunk, layer); });
   if (rank_.lane && rank_.optimizer->distributed() && cfg_.parallel.overlap_param_gather) {
     rank_.optimizer->gather_on_lane(*rank_.lane, *timeline_);

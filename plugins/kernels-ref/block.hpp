@@ -5,6 +5,12 @@
 // The row-parallel GEMMs produce partial sums that one all-reduce completes (forward); the
 // gradients entering the two LayerNorms are completed the same way (backward). The biases of
 // the row-parallel GEMMs are whole on every rank and added once, after the all-reduce.
+// Under sequence parallelism x, r, y and the LayerNorms, dropouts and residual adds are this
+// rank's s/t rows: the LayerNorm outputs are all-gathered before the column-parallel GEMMs and the
+// row-parallel GEMMs' partial sums reduce-scattered (ptdp/tensor_parallel_regions.hpp), so the
+// gradients of the LayerNorms and of the row-parallel biases are this rank's rows' share.
+// Selective recomputation (Partition::recompute_modules) keeps the LayerNorm outputs, GeLU output
+// or attention probabilities out of the saved activations and recomputes them in the backward.
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,17 +24,19 @@
 
 namespace ptdp::kref {
 
-// What the backward of one microbatch needs, all of it this rank's.
+// What the backward of one microbatch needs, all of it this rank's; s' is the rank's rows of the
+// sequence (s/t under sequence parallelism, else s). A module that is recomputed leaves its
+// buffers empty in what is saved.
 struct BlockActivations {
   BlockActivations() = default;
   explicit BlockActivations(const Partition& p);  // every buffer sized, zeroed
 
-  std::vector<float> x;                        // [s, b, h] block input
-  std::vector<float> ln1, ln1_mean, ln1_rstd;  // [s, b, h], [s, b], [s, b]
+  std::vector<float> x;                        // [s', b, h] block input
+  std::vector<float> ln1, ln1_mean, ln1_rstd;  // [s', b, h], [s', b], [s', b]
   std::vector<float> qkv;                      // [s, b, 3 * h/t]
   std::vector<float> probs;                    // [b, heads/t, s, s]
   std::vector<float> attn;                     // [s, b, h/t]
-  std::vector<float> residual;                 // [s, b, h] after the attention half
+  std::vector<float> residual;                 // [s', b, h] after the attention half
   std::vector<float> ln2, ln2_mean, ln2_rstd;
   std::vector<float> fc1;                      // [s, b, ffn/t] before GeLU
   std::vector<float> gelu;                     // [s, b, ffn/t]
@@ -65,6 +73,13 @@ class RefBlock final : public TransformerBlock {
   void linear_backward_of(const LinearSite& site, float* din, const Parameter& weight, float* dbias,
                           const float* dout, const float* in, float input_scale, int64_t n, int64_t in_dim,
                           int64_t out_dim, const MicroBatch& mb);
+  // The LayerNorm of this rank's rows `x` into `ln` (rounded to the working type, as the GEMM
+  // after it reads it), and its statistics.
+  void layer_norm_of(std::vector<float>& ln, std::vector<float>& mean, std::vector<float>& rstd,
+                     const std::vector<float>& x, const Parameter& weight, const Parameter& bias) const;
+  // The half of the forward a backward recomputes for the modules of recompute_modules, filling
+  // what the forward left out of `a`.
+  void recompute(BlockActivations& a) const;
 
   std::shared_ptr<const Partition> part_;
   int layer_;

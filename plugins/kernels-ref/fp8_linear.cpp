@@ -56,9 +56,7 @@ void fp8_linear_backward(float* din, float* dweight, float* dbias, const float* 
                 dout_fp8.values.data(), out_dim, weight.values.data(), in_dim, 0.0f, din, in_dim);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_dim, in_dim, n, unscale(dout_fp8, in),
               dout_fp8.values.data(), out_dim, in.values.data(), in_dim, 1.0f, dweight, in_dim);
-  if (dbias != nullptr)
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < out_dim; ++j) dbias[j] += dout[i * out_dim + j];
+  if (dbias != nullptr) add_bias_gradient(dbias, dout, n, out_dim);
 }
 
 }  // namespace ptdp::kref

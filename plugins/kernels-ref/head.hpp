@@ -12,9 +12,11 @@
 
 namespace ptdp::kref {
 
+// s' is this rank's rows of the sequence (s/t under sequence parallelism, else s).
 struct HeadActivations {
-  std::vector<float> x;                  // [s, b, h] head input
-  std::vector<float> ln, mean, rstd;     // [s, b, h], [s, b], [s, b]
+  std::vector<float> x;                  // [s', b, h] head input
+  std::vector<float> ln;                 // [s, b, h] the final LayerNorm's output, all rows
+  std::vector<float> mean, rstd;         // [s', b] its statistics on this rank's rows
   std::vector<float> logits;             // [s, b, padded_vocab / t] this rank's columns
   std::vector<float> logsumexp;          // [s, b] over the whole vocabulary
   std::vector<int32_t> targets;          // [s, b]
@@ -33,6 +35,10 @@ class RefHead final : public HeadLayer {
   void logits(const MicroBatch& mb, const Tensor& in, Tensor logits) override;
 
  private:
+  // The final LayerNorm of this rank's rows x (statistics into mean and rstd), rounded to the
+  // working type, and under sequence parallelism all-gathered: the logits GEMM's input, all rows.
+  std::vector<float> norm(const float* x, float* mean, float* rstd) const;
+
   std::shared_ptr<const Partition> part_;
   std::shared_ptr<Parameter> ln_weight_, ln_bias_;
   std::shared_ptr<Parameter> word_;

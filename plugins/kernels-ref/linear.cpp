@@ -9,6 +9,11 @@ void add_bias(float* x, const float* bias, int64_t n, int64_t c) {
     for (int64_t j = 0; j < c; ++j) x[i * c + j] += bias[j];
 }
 
+void add_bias_gradient(float* dbias, const float* dout, int64_t n, int64_t c) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j) dbias[j] += dout[i * c + j];
+}
+
 void linear_forward(float* out, const float* in, const float* weight, const float* bias, int64_t n,
                     int64_t in_dim, int64_t out_dim) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out_dim, in_dim, 1.0f, in, in_dim, weight,
@@ -23,9 +28,7 @@ void linear_backward(float* din, float* dweight, float* dbias, const float* dout
                 weight, in_dim, 0.0f, din, in_dim);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_dim, in_dim, n, 1.0f, dout, out_dim, in,
               in_dim, 1.0f, dweight, in_dim);
-  if (dbias != nullptr)
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < out_dim; ++j) dbias[j] += dout[i * out_dim + j];
+  if (dbias != nullptr) add_bias_gradient(dbias, dout, n, out_dim);
 }
 
 }  // namespace ptdp::kref

@@ -14,6 +14,9 @@ void linear_forward(float* out, const float* in, const float* weight, const floa
 void linear_backward(float* din, float* dweight, float* dbias, const float* dout, const float* in,
                      const float* weight, int64_t n, int64_t in_dim, int64_t out_dim);
 
+// dbias[c] += column sums of dout[n, c]
+void add_bias_gradient(float* dbias, const float* dout, int64_t n, int64_t c);
+
 // x[n, c] += bias[c]
 void add_bias(float* x, const float* bias, int64_t n, int64_t c);
 

@@ -25,10 +25,11 @@ int64_t Partition::valid_vocab() const {
   return std::clamp<int64_t>(model.vocab - vocab_begin(), 0, local_vocab());
 }
 
+Tensor host_view(float* data, int64_t count) { return Tensor{data, DType::F32, {count}, Device{MemoryKind::Host, 0}}; }
+
 void Partition::all_reduce(float* data, int64_t count, ReduceOp op) const {
   if (size == 1) return;
-  Tensor view{data, DType::F32, {count}, Device{MemoryKind::Host, 0}};
-  group->all_reduce(view, op);
+  group->all_reduce(host_view(data, count), op);
 }
 
 void Partition::to_working(float* data, int64_t count) const {
@@ -82,7 +83,14 @@ Partition make_partition(const KernelsBinding& b) {
   require(b.working == DType::F32 || b.working == DType::F16,
           std::string("the working type ") + dtype_name(b.working) + " is not one this backend runs (f32, or f16 "
           "emulated in f32)");
-  return Partition{m, b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>(), b.fp8, b.working};
+  if (b.sequence_parallel) {
+    require(b.tp_size > 1, "sequence parallelism needs a tensor-parallel size above 1 (got " +
+                               std::to_string(b.tp_size) + ")");
+    require(m.seq_len % b.tp_size == 0, divisible("model.seq_len", m.seq_len, "the tensor-parallel size", b.tp_size));
+  }
+  return Partition{m,       b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>(), b.fp8, b.working,
+                   TensorParallelRegions{b.tp_size > 1 ? b.tp : nullptr, b.sequence_parallel},
+                   b.recompute_modules};
 }
 
 }  // namespace ptdp::kref

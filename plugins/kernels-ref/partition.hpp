@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <ptdp/layer_kernels.hpp>
+#include <ptdp/tensor_parallel_regions.hpp>
 
 namespace ptdp::kref {
 
@@ -19,8 +20,16 @@ struct Partition {
   std::shared_ptr<ParameterRegistry> parameters;  // every parameter the layers made
   Fp8Recipe fp8;                                  // which blocks cast their GEMMs' operands to FP8
   DType working = DType::F32;  // F16: what a GPU would hold in half is rounded to it (fp16_format.hpp)
+  TensorParallelRegions regions{nullptr, false};  // where the layers cross the group
+  uint32_t recompute_modules = 0;  // bits of RecomputeModule a block's backward recomputes
 
   int64_t tokens() const { return int64_t{model.seq_len} * model.micro_batch; }  // s * b
+  // Rows of the sequence this rank holds outside the GEMMs (s/t under sequence parallelism),
+  // the first of them, and their tokens (rows * b).
+  int64_t local_seq() const { return regions.local_rows(model.seq_len); }
+  int64_t first_position() const { return regions.first_row(model.seq_len); }
+  int64_t local_tokens() const { return local_seq() * model.micro_batch; }
+  bool recomputes(RecomputeModule m) const { return (recompute_modules & module_bit(m)) != 0; }
   int64_t head_dim() const { return model.hidden / model.heads; }
   int64_t local_heads() const { return model.heads / size; }
   int64_t local_hidden() const { return local_heads() * head_dim(); }  // width of q, k and v
@@ -45,5 +54,8 @@ struct Partition {
 // Checks everything the partitioning relies on (divisibility, the group's size and rank) and
 // throws ptdp::Error naming the offending field otherwise.
 Partition make_partition(const KernelsBinding& binding);
+
+// A 1-D host tensor over `count` floats, for the collectives.
+Tensor host_view(float* data, int64_t count);
 
 }  // namespace ptdp::kref

@@ -32,6 +32,9 @@ class RefKernels : public LayerKernels {
   uint32_t precisions() const override {
     return precision_bit(PrecisionSupport::Fp8Hybrid) | precision_bit(PrecisionSupport::Fp16);
   }
+  uint32_t activation_memory_features() const override {
+    return feature_bit(ActivationMemoryFeature::SequenceParallel) | feature_bit(ActivationMemoryFeature::SelectiveRecompute);
+  }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

@@ -12,6 +12,7 @@
 
 #include "checkpoint/safetensors_reader.hpp"
 #include "host_run.hpp"
+#include "trace_spans.hpp"
 #include "layout.hpp"
 
 namespace ptdp::test {
@@ -170,24 +171,6 @@ TEST(DistributedOptimizerCheckpoint, AStepSavedUnderOneDResumesUnderAnotherLayou
   ASSERT_EQ(third.losses.size(), 3u) << third.output;
   for (size_t i = 0; i < 3; ++i)
     EXPECT_NEAR(third.losses[i], whole.losses[i + 3], 1e-5 * std::abs(whole.losses[i + 3])) << "step " << i + 4;
-}
-
-// Spans of one rank in a Chrome trace: (name, category, thread, start, end) in microseconds.
-struct Span {
-  std::string name, category;
-  int tid;
-  double start, end;
-};
-
-std::map<int, std::vector<Span>> spans_by_rank(const std::string& trace_path) {
-  std::ifstream in(trace_path);
-  const nlohmann::json trace = nlohmann::json::parse(in);
-  std::map<int, std::vector<Span>> spans;
-  for (const auto& e : trace.at("traceEvents"))
-    if (e.at("ph") == "X")
-      spans[e.at("pid").get<int>()].push_back({e.at("name"), e.value("cat", ""), e.at("tid").get<int>(),
-                                               e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>()});
-  return spans;
 }
 
 TEST(GradientReductionOverlap, BucketReductionsRunOnTheirOwnLaneWhileTheBackwardGoesOn) {

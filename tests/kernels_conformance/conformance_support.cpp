@@ -64,9 +64,12 @@ void expect_close(const TensorMap& got, const TensorMap& want, double tolerance,
     if (!want.count(name)) ADD_FAILURE() << what << " " << name << ": kernels-ref has no such parameter";
 }
 
-KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size, DType working) {
+KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size, DType working,
+                       ActivationMemory memory) {
   KernelsBinding b;
   b.working = working;
+  b.sequence_parallel = memory.sequence_parallel;
+  b.recompute_modules = memory.recompute_modules;
   b.model = m;
   b.tp = tp;
   b.tp_rank = rank;
@@ -135,7 +138,7 @@ TensorMap block_weights(const ModelSpec& m, uint64_t seed) {
 }
 
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
-                   Order order, bool recompute, bool stale_gradients, DType working) {
+                   Order order, bool recompute, bool stale_gradients, DType working, ActivationMemory memory) {
   std::vector<TokenBatch> batches;
   for (int i = 0; i < microbatches; ++i) batches.push_back(test::make_token_batch(m, 21, i));
   test::ThreadGroup group(tp, "tp");
@@ -145,8 +148,8 @@ ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int t
     StagingCommunicator comm(group, rank);
     auto k = under_test.create();
     comm.set_kernels(k.get());
-    k->bind(binding(m, &comm, rank, tp, working));
-    test::GptStack stack(*k, m);
+    k->bind(binding(m, &comm, rank, tp, working, memory));
+    test::GptStack stack(*k, m, memory.sequence_parallel ? m.seq_len / tp : m.seq_len);
     stack.load(test::make_initial_weights(stack.parameters(), 5));
     if (stale_gradients) stack.stale_block_grads(std::nanf(""));
     else stack.zero_grads();
@@ -169,6 +172,9 @@ ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int t
         loss[size_t(i)] = stack.forward(microbatch(m, i), batches[size_t(i)], recompute);
       for (int i = microbatches - 1; i >= 0; --i) backward(i);
     }
+    if (memory.sequence_parallel)
+      for (const ParamRef& p : stack.parameters())
+        if (p.shard_dim < 0) comm.all_reduce(p.grad, ReduceOp::Sum);
     grads[size_t(rank)] = stack.grads();
   });
   for (int r = 1; r < tp; ++r) EXPECT_EQ(losses[size_t(r)], losses[0]) << "rank " << r << " and rank 0 differ";

@@ -30,8 +30,16 @@ Tolerances tolerances_for(DType activations);
                                  double tolerance);
 void expect_close(const TensorMap& got, const TensorMap& want, double tolerance, const std::string& what);
 
+// How a model's activations are kept across the tensor group: sequence parallelism
+// (KernelsBinding::sequence_parallel) and the modules selective recomputation recomputes.
+struct ActivationMemory {
+  bool sequence_parallel = false;
+  uint32_t recompute_modules = 0;
+};
+
 // `working`: KernelsBinding::working, the type precision.params names (F16 for "fp16").
-KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size, DType working = DType::F32);
+KernelsBinding binding(const ModelSpec& m, Communicator* tp, int rank, int size, DType working = DType::F32,
+                       ActivationMemory memory = {});
 MicroBatch microbatch(const ModelSpec& m, int slot);
 std::vector<float> random_activation(const ModelSpec& m, uint64_t seed);
 void load(LayerKernels& k, const std::vector<ParamRef>& params, const TensorMap& global);
@@ -55,9 +63,11 @@ struct ModelRun {
 };
 // With `stale_gradients` the blocks' gradients start as NaN, not zero, and the step's first
 // backward says so (MicroBatch::first_gradient), as the core runs kernels of ABI 1.6 and later.
+// Under sequence parallelism the gradients of the parameters every rank holds whole are summed
+// over the ranks after the step, as the core does.
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
                    Order order = Order::Sequential, bool recompute = false, bool stale_gradients = false,
-                   DType working = DType::F32);
+                   DType working = DType::F32, ActivationMemory memory = {});
 void expect_padding_has_no_gradient(const TensorMap& grads, const ModelSpec& m);
 // Runs `body` and expects a ptdp::Error whose message holds `needle`.
 void expect_error(const std::function<void()>& body, const std::string& needle, const std::string& what);

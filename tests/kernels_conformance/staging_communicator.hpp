@@ -1,11 +1,12 @@
 #pragma once
-// A tensor-parallel group of thread ranks for any LayerKernels backend: each all-reduce copies
+// A tensor-parallel group of thread ranks for any LayerKernels backend: each collective copies
 // the buffer out through the rank's own kernels (copy_to_host waits for the work queued before
 // it), sums it in fp32 with the other ranks on the host (support/thread_group, rank order, so
 // every rank gets the same bits), and copies the result back. Slow and simple: it exists to
 // check the layers' tensor-parallel arithmetic without a network, whatever memory they use.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ptdp/communicator.hpp>
 #include <ptdp/layer_kernels.hpp>
@@ -29,8 +30,9 @@ class StagingCommunicator final : public Communicator {
   std::shared_ptr<Communicator> split(int, int, const std::string&) override { unused("split"); }
   void bind_stream(void*) override {}
   void all_reduce(Tensor buffer, ReduceOp op) override;
-  void reduce_scatter(const Tensor&, Tensor, ReduceOp) override { unused("reduce_scatter"); }
-  void all_gather(const Tensor&, Tensor) override { unused("all_gather"); }
+  // Sequence parallelism's regions (ptdp/tensor_parallel_regions.hpp), staged the same way.
+  void reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) override;
+  void all_gather(const Tensor& input, Tensor output) override;
   void broadcast(Tensor, int) override { unused("broadcast"); }
   void group_start() override {}
   void group_end() override {}
@@ -40,8 +42,10 @@ class StagingCommunicator final : public Communicator {
   void abort(const std::string& reason) override { group_.abort(reason); }
 
  private:
-  // The layers of LayerKernels only all-reduce over their tensor group.
+  // The layers of LayerKernels only reduce and gather over their tensor group.
   [[noreturn]] static void unused(const char* what);
+  // The buffer's values, read through the rank's kernels, for `what`.
+  std::vector<float> staged(const Tensor& buffer, const char* what) const;
 
   test::ThreadGroup& group_;
   int rank_;

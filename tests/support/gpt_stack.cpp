@@ -11,7 +11,8 @@ Tensor host_ids(const std::vector<int32_t>& ids, const ModelSpec& m) {
 
 }  // namespace
 
-GptStack::GptStack(LayerKernels& kernels, const ModelSpec& model) : kernels_(kernels), model_(model) {
+GptStack::GptStack(LayerKernels& kernels, const ModelSpec& model, int64_t activation_rows)
+    : kernels_(kernels), model_(model) {
   embedding_ = kernels_.make_embedding();
   for (int i = 0; i < model_.layers; ++i) blocks_.push_back(kernels_.make_block(i));
   head_ = kernels_.make_head(embedding_.get());
@@ -19,7 +20,8 @@ GptStack::GptStack(LayerKernels& kernels, const ModelSpec& model) : kernels_(ker
   for (const auto& block : blocks_)
     for (const ParamRef& p : block->parameters()) params_.push_back(p);
   for (const ParamRef& p : head_->parameters()) params_.push_back(p);
-  const std::vector<int64_t> act{model_.seq_len, model_.micro_batch, model_.hidden};
+  const std::vector<int64_t> act{activation_rows > 0 ? activation_rows : model_.seq_len, model_.micro_batch,
+                                 model_.hidden};
   for (int i = 0; i < 2; ++i) {
     activations_[i] = kernels_.allocate(act, kernels_.activation_dtype());
     gradients_[i] = kernels_.allocate(act, kernels_.activation_dtype());

@@ -15,7 +15,9 @@ namespace ptdp::test {
 
 class GptStack {
  public:
-  GptStack(LayerKernels& kernels, const ModelSpec& model);
+  // activation_rows: the rows of the sequence an activation between layers holds (s/t under
+  // sequence parallelism); 0 for all of them.
+  GptStack(LayerKernels& kernels, const ModelSpec& model, int64_t activation_rows = 0);
 
   // Every learnable tensor once (the tied word matrix is listed by the embedding).
   const std::vector<ParamRef>& parameters() const { return params_; }

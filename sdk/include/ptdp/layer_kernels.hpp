@@ -5,9 +5,12 @@
 // The model (docs/architecture.md follows one step through it): token + learned position
 // embedding, pre-LayerNorm blocks (causal multi-head attention, MLP of ffn_hidden with
 // GeLU-tanh), final LayerNorm, logits from the tied word embedding, cross entropy.
-// Activations are [s, b, h], row-major (h fastest).
+// Activations are [s, b, h], row-major (h fastest); under sequence parallelism (KernelsBinding::
+// sequence_parallel) those between layers are [s/t, b, h], this tensor rank's rows of the sequence.
 // Tensor parallelism follows Megatron: QKV and FC1 column-parallel (heads split over the group),
-// attention output and FC2 row-parallel, two all-reduces forward and two backward per block;
+// attention output and FC2 row-parallel, two all-reduces forward and two backward per block, or
+// under sequence parallelism a reduce-scatter and an all-gather in their place (the regions of
+// ptdp/tensor_parallel_regions.hpp);
 // vocab-parallel embedding (rows split by vocab, ids outside the shard masked, all-reduce) and
 // vocab-parallel cross entropy (max, sum-exp and target logit combined across the group).
 // Dropout (probability ModelSpec::dropout) is applied to the embedding output and inside the two
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "ptdp/activation_recompute.hpp"
 #include "ptdp/communicator.hpp"
 #include "ptdp/fp8.hpp"
 #include "ptdp/precision.hpp"
@@ -156,6 +160,15 @@ struct KernelsBinding {
   // as kernels-ref does on the CPU): a gradient beyond fp16's range becomes infinite there, and
   // the core skips the step.
   DType working = DType::F32;
+  // Since ABI 1.8. parallel.sequence_parallel (only with tp_size > 1, and only for a plugin that
+  // declares ActivationMemoryFeature::SequenceParallel): activations between layers, and the
+  // embedding's output and the head's input, are [s/t, b, h]; the gradients of parameters with
+  // shard_dim = -1 are this rank's rows' share only (the core sums them over the tensor group).
+  bool sequence_parallel = false;
+  // Since ABI 1.8. parallel.recompute = "selective": bits of RecomputeModule that a block's
+  // forward(save=true) recomputes in its backward instead of keeping (only for a plugin that
+  // declares ActivationMemoryFeature::SelectiveRecompute); 0 keeps everything.
+  uint32_t recompute_modules = 0;
 };
 
 struct AdamStep {
@@ -270,6 +283,9 @@ class LayerKernels {
   // Since ABI 1.7. What the backend runs besides activation_dtype(): bits of PrecisionSupport.
   // Asked before bind(); the core never asks a plugin of an older minor, which runs none.
   virtual uint32_t precisions() const { return 0; }
+  // Since ABI 1.8. Bits of ActivationMemoryFeature the backend runs. Asked before bind(); the
+  // core never asks a plugin of an older minor, which runs none.
+  virtual uint32_t activation_memory_features() const { return 0; }
 };
 
 }  // namespace ptdp

@@ -13,3 +13,4 @@
 #include "ptdp/saved_slots.hpp"
 #include "ptdp/scheduler.hpp"
 #include "ptdp/tensor.hpp"
+#include "ptdp/tensor_parallel_regions.hpp"

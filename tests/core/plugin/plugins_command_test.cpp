@@ -50,7 +50,7 @@ TEST(PluginsCommand, JsonListsPluginsWithSchemaAndRefusals) {
   ASSERT_NE(probe, nullptr) << run.output;
   EXPECT_EQ(probe->at("kind"), "scheduler");
   EXPECT_EQ(probe->at("version"), "2.1.0");
-  EXPECT_EQ(probe->at("abi"), "1.7");
+  EXPECT_EQ(probe->at("abi"), "1.8");
   EXPECT_EQ(probe->at("toolchain"), PTDP_TOOLCHAIN);
   EXPECT_EQ(probe->at("path"), probe_file("sched-probe"));
   const nlohmann::json& config = probe->at("config");
@@ -102,7 +102,7 @@ TEST(PluginsCommand, EarlierFolderShadowsSameName) {
 TEST(PluginsCommand, TextListsPluginsAndRefusals) {
   const HostRun run = ptdp_host("plugins --path '" + probe_dir() + "'");
   ASSERT_EQ(run.status, 0) << run.output;
-  EXPECT_CONTAINS(run.output, "  sched-probe 2.1.0  scheduler  ABI 1.7  " PTDP_TOOLCHAIN "\n    " + probe_file("sched-probe"));
+  EXPECT_CONTAINS(run.output, "  sched-probe 2.1.0  scheduler  ABI 1.8  " PTDP_TOOLCHAIN "\n    " + probe_file("sched-probe"));
   EXPECT_CONTAINS(run.output, "    depth int default 2 in [1, 64]: forward ops per stage\n");
   EXPECT_CONTAINS(run.output, "    mode string default \"flash\" one of flash|naive: how to run\n");
   EXPECT_CONTAINS(run.output, "    label string required: a name for the run\n");
@@ -122,8 +122,10 @@ TEST(PluginsCommand, ShowsWhatCommunicatorsAndKernelsDeclare) {
   EXPECT_EQ(comm.at("capabilities"), nlohmann::json({"matches_tags", "names_dead_peer", "shares_device"}));
   const nlohmann::json* ref = find_by(doc.at("plugins"), "name", "kernels-ref");
   ASSERT_NE(ref, nullptr) << run.output;
-  EXPECT_EQ(ref->at("declares"), nlohmann::json({{"device", "host"}, {"activation", "f32"},
-                                                 {"precisions", {"fp8_hybrid", "fp16"}}}));
+  EXPECT_EQ(ref->at("declares"), nlohmann::json({{"device", "host"},
+                                                 {"activation", "f32"},
+                                                 {"precisions", {"fp8_hybrid", "fp16"}},
+                                                 {"activation_memory", {"sequence_parallel", "selective_recompute"}}}));
   const nlohmann::json* probe = find_by(doc.at("plugins"), "name", "sched-probe");
   ASSERT_NE(probe, nullptr) << run.output;
   EXPECT_FALSE(probe->contains("declares"));
@@ -134,7 +136,7 @@ TEST(PluginsCommand, ShowsWhatCommunicatorsAndKernelsDeclare) {
 
   const HostRun text = ptdp_host("plugins");
   ASSERT_EQ(text.status, 0) << text.output;
-  EXPECT_CONTAINS(text.output, "    declares: computes on host in f32; also runs FP8 hybrid, fp16\n");
+  EXPECT_CONTAINS(text.output, "    declares: computes on host in f32; also runs FP8 hybrid, fp16; activation memory: sequence parallelism, selective recomputation\n");
   EXPECT_CONTAINS(text.output, "memory; tag matching, names a dead peer, shares a device\n");
 }
 

@@ -56,7 +56,7 @@ TEST(ModelChunkBuffers, EachBlockWritesTheBufferTheBlockBeforeItRead) {
   for (int layers : {1, 2, 6}) {
     AddOneKernels kernels;
     const ModelSpec m = spec(layers);
-    ModelChunk chunk(kernels, ChunkLayout{0, 0, layers, false, false}, m, 0, nullptr);
+    ModelChunk chunk(kernels, ChunkLayout{0, 0, layers, false, false}, m, 0, nullptr, m.seq_len);
     const OwnedTensor input = filled(kernels, m, 0.5f), dout = filled(kernels, m, 1.0f);
     const MicroBatch mb;
 
@@ -76,7 +76,7 @@ TEST(ModelChunkBuffers, EachBlockWritesTheBufferTheBlockBeforeItRead) {
 TEST(ModelChunkBuffers, RecomputedSegmentsGiveTheSameResults) {
   AddOneKernels kernels;
   const ModelSpec m = spec(6);
-  ModelChunk chunk(kernels, ChunkLayout{0, 0, 6, false, false}, m, 4, nullptr);
+  ModelChunk chunk(kernels, ChunkLayout{0, 0, 6, false, false}, m, 4, nullptr, m.seq_len);
   const OwnedTensor input = filled(kernels, m, 0.5f), dout = filled(kernels, m, 1.0f);
   const MicroBatch mb;
   const OwnedTensor out = chunk.forward(mb, input.view, MicrobatchTokens{}, Tensor{}, true);
