@@ -70,11 +70,6 @@ mkdir -p "$RESULTS"
 export LD_LIBRARY_PATH=$B/deps:${LD_LIBRARY_PATH:-}
 export UCX_MODULE_DIR=$B/deps/ucx UCX_WARN_UNUSED_ENV_VARS=n
 HOST=$B/bin/ptdp-host
-# The kernels-fused settings the LayerKernels conformance suite checks: the defaults (flash
-# attention, the fusions that are on by default), with GEMM autotuning and the fusions that are
-# off by default, with every fusion and autotuning off (and every GEMM offered cuBLASLt's
-# workspace), and the unfused attention path.
-KERNELS_CONFORMANCE='kernels-fused;kernels-fused:gemm_autotune=true,one_pass_cross_entropy=true,bias_grad_epilogue=true;kernels-fused:gemm_autotune=false,gemm_workspace_scope="all",gelu_epilogue=false,bias_grad_epilogue=false,fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,one_pass_cross_entropy=false,first_backward_writes_gradients=false;kernels-fused:attention="unfused"'
 FUSIONS_OFF=(--set plugins.options.kernels.gemm_autotune=false --set plugins.options.kernels.gelu_epilogue=false --set plugins.options.kernels.bias_grad_epilogue=false
              --set plugins.options.kernels.fused_layer_norm_backward=false --set plugins.options.kernels.fused_residual_layer_norm=false
              --set plugins.options.kernels.layer_norm_bias_grads=false
@@ -149,8 +144,9 @@ with_rank_memory() {  # outfile cmd...
     sort -rn | paste -sd' ' > "$out"
   return $rc
 }
-# The largest relative difference of two --metrics files' losses, "no run" unless both have N steps.
-loss_gap() {  # file file steps
+# The largest relative difference of two --metrics files' losses, "no run" unless both have N
+# steps, against TOLERANCE (relative; default 2e-3, see `losses`).
+loss_gap() {  # file file steps [tolerance]
   python3 - "$@" <<'PY'
 import json, sys
 def losses(path):
@@ -159,11 +155,12 @@ def losses(path):
     except OSError:
         return []
 a, b, n = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+tolerance = float(sys.argv[4]) if len(sys.argv) > 4 else 2e-3
 if len(a) != n or len(b) != n:
     print(f"FAIL: {len(a)} and {len(b)} of {n} steps")
 else:
     w = max(abs(x - y) / abs(y) for x, y in zip(a, b))
-    print(f"{'PASS' if w < 2e-2 else 'FAIL'}: max relative difference {w:.2e} (bf16 tolerance 2e-2), loss {b[0]:.4f} -> {b[-1]:.4f}")
+    print(f"{'PASS' if w < tolerance else 'FAIL'}: max relative difference {w:.2e} (tolerance {tolerance:g}), loss {b[0]:.4f} -> {b[-1]:.4f}")
 PY
 }
 
@@ -174,8 +171,9 @@ tests)
   rc=$?
   row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
   grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
-  # Every setting of the fusion options against kernels-ref (tests/kernels_conformance).
-  CUBLASLT_LOG_LEVEL=${CUBLASLT_LOG_LEVEL:-0} PTDP_CONFORMANCE_KERNELS="$KERNELS_CONFORMANCE" timeout 300 "$B/bin/test-conformance-kernels" \
+  # Every built kernels plugin against kernels-ref, kernels-fused under each setting of its fusion
+  # options that the suite lists (tests/kernels_conformance/kernels_under_test.cpp).
+  CUBLASLT_LOG_LEVEL=${CUBLASLT_LOG_LEVEL:-0} timeout 300 "$B/bin/test-conformance-kernels" \
     > "$OUT/conformance-kernels.log" 2>&1
   rc=$?
   row "conformance suite, kernels-fused settings" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/conformance-kernels.log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log") fail (exit $rc)"
@@ -200,7 +198,7 @@ gpu = [r["loss"] for r in (json.loads(l) for l in open(sys.argv[2]) if l.strip()
 if len(cpu) != 20 or len(gpu) != 20:
     print(f"FAIL: {len(cpu)} CPU and {len(gpu)} GPU steps"); sys.exit()
 worst = max(abs(g - c) / abs(c) for c, g in zip(cpu, gpu))
-print(f"{'PASS' if worst < 2e-2 else 'FAIL'}: max relative difference {worst:.2e} (bf16 tolerance 2e-2); "
+print(f"{'PASS' if worst < 2e-3 else 'FAIL'}: max relative difference {worst:.2e} (tolerance 2e-3); "
       f"loss {cpu[0]:.4f} -> {cpu[-1]:.4f} (CPU), {gpu[0]:.4f} -> {gpu[-1]:.4f} (GPU)")
 PY
 )"
@@ -216,7 +214,8 @@ fp8)
     "$HOST" run examples/gpt-tiny-cpu.toml "${small[@]}" --set "precision.fp8_recipe=\"$recipe\"" \
       --set 'plugins.kernels="kernels-fused"' --set 'plugins.communicator="comm-nccl"' --set 'precision.params="bf16"' \
       --metrics "$OUT/fp8-$recipe-gpu.jsonl" > "$OUT/fp8-$recipe-gpu.log" 2>&1
-    row "FP8 $recipe, 20 steps, GPU vs CPU" "$(loss_gap "$OUT/fp8-$recipe-gpu.jsonl" "$OUT/fp8-$recipe-cpu.jsonl" 20)"
+    # 4e-3: FP8 on the GPU rounds bf16 inputs where kernels-ref rounds fp32 ones (1.9e-3 measured).
+    row "FP8 $recipe, 20 steps, GPU vs CPU" "$(loss_gap "$OUT/fp8-$recipe-gpu.jsonl" "$OUT/fp8-$recipe-cpu.jsonl" 20 4e-3)"
     tail -2 "$OUT/fp8-$recipe-gpu.log"
   done
   fp8=(--set 'precision.fp8="hybrid"')
@@ -340,9 +339,10 @@ smoke)
   ;;
 layouts)
   # Every layout of the small model on the one GPU against its single-rank run, same seed, data
-  # and dropout masks (layout-independent): losses within bf16 tolerance (2e-2 relative: the
-  # layouts sum the same bf16 products in other orders, and 20 steps of training carry the
-  # rounding forward), and within the same tolerance of kernels-ref on the CPU.
+  # and dropout masks (layout-independent): losses within 2e-3 relative (the layouts sum the same
+  # bf16 products in other orders, and 20 steps carry the rounding forward: at most 2.5e-4
+  # measured, BENCHMARKS.md; a defect that moves the loss by 0.5% fails), and within the same
+  # tolerance of kernels-ref on the CPU.
   M=examples/gpt-small-1gpu-layouts.toml
   # name: t p d v scatter_gather recompute
   specs=("single 1 1 1 1 false none" "t2 2 1 1 1 false none" "p2 1 2 1 1 false none" "p2v2sg 1 2 1 2 true none"
@@ -373,7 +373,7 @@ for spec in specs:
     name, t, p, d, v, sg, rc = spec.split()
     run = losses(name)
     a, c = worst(run, base), worst(run, cpu)
-    ok = a is not None and c is not None and a < 2e-2 and c < 2e-2
+    ok = a is not None and c is not None and a < 2e-3 and c < 2e-3
     fmt = lambda x: f"{x:10.2e}" if x is not None else f"{'no run':>10}"
     print(f"{name + ' (' + ' '.join([t, p, d, v, 'sg' if sg == 'true' else '-', rc]) + ')':44} {fmt(a)} {fmt(c)}  "
           f"{'PASS' if ok else 'FAIL'} ({len(run)} steps)")
@@ -413,7 +413,8 @@ def losses(name):
 for run, base, what in (("t2", "single", "1.3B t 2 (2 ranks, 1 GPU), B 4"), ("p2", "single8", "1.3B p 2 (2 ranks, 1 GPU), B 8")):
     a, b = losses(run), losses(base)
     w = max(abs(x - y) / abs(y) for x, y in zip(a, b)) if len(a) == len(b) == 10 else None
-    print(f"{what:44} {'no run' if w is None else f'{w:10.2e}'}  {'PASS' if w is not None and w < 2e-2 else 'FAIL'} "
+    # 4e-3: the 1.3B t 2 run was 9.2e-4 from one rank (BENCHMARKS.md), below a 0.5% defect.
+    print(f"{what:44} {'no run' if w is None else f'{w:10.2e}'}  {'PASS' if w is not None and w < 4e-3 else 'FAIL'} "
           f"(10 steps, loss {b[0] if b else float('nan'):.4f} -> {b[-1] if b else float('nan'):.4f})")
 PY
   ;;

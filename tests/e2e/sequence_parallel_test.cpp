@@ -135,7 +135,8 @@ TEST(SequenceParallel, RefusedWhereItCannotRun) {
   if (!std::filesystem::exists(std::string(PTDP_TEST_PLUGIN_DIR) + "/libptdp-kernels-fused.so"))
     GTEST_SKIP() << "kernels-fused is not built (no CUDA)";
   const CommandResult fused = validate(
-      " --set parallel.tensor=2 --set parallel.sequence_parallel=true --set plugins.kernels='\"kernels-fused\"' "
+      " --set parallel.tensor=2 --set launch.nproc_per_node=2 --set parallel.sequence_parallel=true "
+      "--set plugins.kernels='\"kernels-fused\"' "
       "--set precision.params='\"bf16\"' --set plugins.communicator='\"comm-nccl\"'");
   EXPECT_NE(fused.exit_code, 0) << fused.output;
   EXPECT_NE(fused.output.find("parallel.sequence_parallel = true but plugins.kernels 'kernels-fused' runs no sequence "

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -58,9 +59,41 @@ std::shared_ptr<LayerKernels> KernelsUnderTest::create() const {
 
 KernelsUnderTest reference_kernels() { return KernelsUnderTest{"kernels_ref", "kernels-ref", {}}; }
 
+namespace {
+
+// The settings of its options each built plugin is checked under when PTDP_CONFORMANCE_KERNELS
+// names none, beyond its defaults: for kernels-fused, GEMM autotuning and the fusions that are
+// off by default; every fusion and autotuning off (and every GEMM offered cuBLASLt's workspace);
+// and the unfused attention path. Each setting takes the other path of some kernel, so the suite
+// holds both to kernels-ref.
+const std::map<std::string, std::vector<std::string>> kSettingsBeyondDefaults = {
+    {"kernels-fused",
+     {"gemm_autotune=true,one_pass_cross_entropy=true,bias_grad_epilogue=true",
+      "gemm_autotune=false,gemm_workspace_scope=\"all\",gelu_epilogue=false,bias_grad_epilogue=false,"
+      "fused_layer_norm_backward=false,fused_residual_layer_norm=false,layer_norm_bias_grads=false,"
+      "one_pass_cross_entropy=false,first_backward_writes_gradients=false",
+      "attention=\"unfused\""}},
+};
+
+std::vector<std::string> entries_under_test() {
+  std::vector<std::string> entries =
+      test::plugins_under_test("PTDP_CONFORMANCE_KERNELS", ';', PluginKind::LayerKernels);
+  const char* listed = std::getenv("PTDP_CONFORMANCE_KERNELS");
+  if (listed && *listed) return entries;
+  std::vector<std::string> expanded;
+  for (const std::string& plugin : entries) {
+    expanded.push_back(plugin);
+    if (auto settings = kSettingsBeyondDefaults.find(plugin); settings != kSettingsBeyondDefaults.end())
+      for (const std::string& setting : settings->second) expanded.push_back(plugin + ":" + setting);
+  }
+  return expanded;
+}
+
+}  // namespace
+
 std::vector<KernelsUnderTest> kernels_under_test() {
   std::vector<KernelsUnderTest> out;
-  for (const std::string& entry : test::plugins_under_test("PTDP_CONFORMANCE_KERNELS", ';', PluginKind::LayerKernels)) {
+  for (const std::string& entry : entries_under_test()) {
     const size_t colon = entry.find(':');
     KernelsUnderTest k;
     k.plugin = entry.substr(0, colon);

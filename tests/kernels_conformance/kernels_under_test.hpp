@@ -26,8 +26,8 @@ KernelsUnderTest reference_kernels();
 
 // The entries of PTDP_CONFORMANCE_KERNELS, separated by ';', each NAME_OR_PATH or
 // NAME_OR_PATH:KEY=VALUE[,KEY=VALUE...] with TOML values (kernels-fused:attention="unfused"),
-// default every kernels plugin the build made, with its defaults (kernels-ref; kernels-fused too
-// on a CUDA build).
+// default every kernels plugin the build made (kernels-ref; kernels-fused too on a CUDA build),
+// each with its defaults and under the settings kernels_under_test.cpp lists for it.
 std::vector<KernelsUnderTest> kernels_under_test();
 
 inline void PrintTo(const KernelsUnderTest& k, std::ostream* out) { *out << k.name; }
