@@ -1,6 +1,6 @@
 #pragma once
 // Fused AdamW over every parameter in one launch (multi-tensor): reads the fp32 gradient, updates
-// the fp32 master weight and both moments, and writes the bf16 working copy where there is one.
+// the fp32 master weight and both moments, and writes the act_t working copy where there is one.
 #include <cstdint>
 
 #include "kernel_context.hpp"
@@ -14,7 +14,7 @@ struct AdamTensor {
   const float* grad;
   float* exp_avg;
   float* exp_avg_sq;
-  act_t* working;      // null when nothing reads a bf16 copy
+  act_t* working;      // null when nothing reads an act_t copy
   int64_t numel;
   float weight_decay;  // 0 where the parameter is not decayed
   // Named, so that the descriptor holds no indeterminate padding bytes: the metadata cache finds

@@ -1,7 +1,7 @@
 #pragma once
 // Backend: what every layer of one kernels-fused instance shares once it is bound to a device:
 // the stream everything is enqueued on (and the side stream of the core's reduction), the arena, the GEMM and attention engines, the
-// tensor-parallel group, and the registry of parameters whose bf16 working copies it refreshes.
+// tensor-parallel group, and the registry of parameters whose act_t working copies it refreshes.
 #include <cuda_runtime.h>
 
 #include <memory>

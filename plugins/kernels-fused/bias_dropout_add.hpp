@@ -10,7 +10,7 @@
 namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
 
-// out = residual + dropout(x + bias). x, residual, out: [rows, cols] bf16 with rows ordered
+// out = residual + dropout(x + bias). x, residual, out: [rows, cols] act_t with rows ordered
 // (position, sample); out may be x or residual. bias: fp32 [cols].
 void bias_dropout_add_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out,
                               int64_t rows, int64_t cols, const DropoutSite& dropout, const KernelContext& ctx);

@@ -27,11 +27,11 @@ ColumnTiling plan_column_tiling(int64_t rows, int64_t cols, int vec, int sm_coun
 // accum[c] += sum over chunks of partials[chunk * cols + c].
 void finish_column_sums(const float* partials, int chunks, int64_t cols, float* accum, cudaStream_t stream);
 
-// accum[i] += sums[i]: the n sums a GEMM epilogue wrote (fp32, or bf16 when bf16_sums) added to an
+// accum[i] += sums[i]: the n sums a GEMM epilogue wrote (fp32, or act_t when act_sums) added to an
 // fp32 accumulator.
 void accumulate_sums(const void* sums, bool act_sums, int64_t n, float* accum, cudaStream_t stream);
 
-// accum[c] += sum over rows of x[r * cols + c], for a bf16 matrix.
+// accum[c] += sum over rows of x[r * cols + c], for an act_t matrix.
 void column_sum_accumulate(const act_t* x, int64_t rows, int64_t cols, float* accum, const KernelContext& ctx);
 
 }  // inline namespace PTDP_FUSED_ACTIVATIONS

@@ -1,5 +1,5 @@
 #pragma once
-// Vocab-parallel cross entropy over bf16 logits [rows, cols], where this rank holds the vocabulary
+// Vocab-parallel cross entropy over act_t logits [rows, cols], where this rank holds the vocabulary
 // columns [vocab_begin, vocab_begin + cols) and only the first `valid_cols` of them are real
 // tokens (the rest pad the vocabulary to a multiple of the group size and never count).
 //

@@ -1,7 +1,7 @@
 #pragma once
 // Vocab-parallel word embedding plus learned position embedding, forward and backward. Rows of the
 // [s, b, h] output are ordered (position, sample). Word and position tables are read in fp32
-// (the master weights), so a row is rounded to bf16 once.
+// (the master weights), so a row is rounded to act_t once.
 #include <cstdint>
 
 #include "dropout.hpp"

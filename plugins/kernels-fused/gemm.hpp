@@ -1,5 +1,5 @@
 #pragma once
-// GEMMs: bf16 operands, fp32 accumulation. Linear layers go through cuBLASLt, whose epilogues do
+// GEMMs: act_t operands, fp32 accumulation. Linear layers go through cuBLASLt, whose epilogues do
 // the elementwise work beside the GEMM for free: a column-parallel layer's bias, bias + GeLU with
 // the GeLU input kept for backward, dGeLU from that input, and bias gradients as sums over the
 // GEMM's k dimension. Weight gradients accumulate straight into the fp32 gradient with
@@ -29,14 +29,14 @@ inline namespace PTDP_FUSED_ACTIVATIONS {
 struct GemmEpilogue {
   enum class Kind {
     None,
-    Bias,         // D += bias[m] (bf16), broadcast over the columns
+    Bias,         // D += bias[m] (act_t), broadcast over the columns
     GeluAuxBias,  // aux = D + bias; D = gelu(aux)
     DGelu,        // D = D * gelu'(aux)
     BGradB,       // bias_grad[n] += sum over k of op(B)
   };
   Kind kind = Kind::None;
   const act_t* bias = nullptr;
-  act_t* aux = nullptr;      // bf16 m x n, leading dimension m
+  act_t* aux = nullptr;      // act_t m x n, leading dimension m
   float* bias_grad = nullptr;  // fp32 accumulator
 };
 
@@ -75,7 +75,7 @@ class Gemm {
   Gemm& operator=(const Gemm&) = delete;
 
   // Row-major helpers for y = x W^T (+ bias) with W [out, in] as torch.nn.Linear.
-  // y[rows, out] = x[rows, in] W^T + bias (bias: bf16 [out] or null).
+  // y[rows, out] = x[rows, in] W^T + bias (bias: act_t [out] or null).
   void linear_forward(const act_t* x, const act_t* weight, const act_t* bias, act_t* y, int64_t rows, int64_t in,
                       int64_t out);
   // dx[rows, in] = alpha * dy[rows, out] W.
@@ -89,7 +89,7 @@ class Gemm {
                               float* dbias = nullptr, float alpha = 1.0f, bool accumulate = true);
 
   // The MLP's GeLU in the epilogues (tanh form; gelu_epilogue_fits says when the shapes allow it).
-  // Forward: y[rows, out] = gelu(x W^T + bias) with bias bf16 [out]; pre_gelu [rows, out] receives
+  // Forward: y[rows, out] = gelu(x W^T + bias) with bias act_t [out]; pre_gelu [rows, out] receives
   // x W^T + bias, the GELU_AUX_BIAS epilogue's aux output, which backward reads.
   void linear_forward_gelu(const act_t* x, const act_t* weight, const act_t* bias, act_t* y, act_t* pre_gelu,
                            int64_t rows, int64_t in, int64_t out);
@@ -105,14 +105,14 @@ class Gemm {
 
   // D[m, n] = A[m, k] · B[n, k]ᵀ · a.scale_inv · b.scale_inv (+ beta · D), on FP8 operands that
   // both have k contiguous: the one layout Hopper's FP8 tensor cores take, which is why the
-  // gradient GEMMs read transposed copies. D is row-major [m, n], bf16 or fp32. The epilogue:
-  // None; Bias (bf16 [n]); GeluAuxBias (bias bf16 [n], aux [m, n] row-major receives the GeLU's
-  // input; D bf16). fast_accumulation: cuBLASLt's FAST_ACCUM,
+  // gradient GEMMs read transposed copies. D is row-major [m, n], act_t or fp32. The epilogue:
+  // None; Bias (act_t [n]); GeluAuxBias (bias act_t [n], aux [m, n] row-major receives the GeLU's
+  // input; D act_t). fast_accumulation: cuBLASLt's FAST_ACCUM,
   // which keeps partial sums in the tensor cores' own precision for longer (the forward's
   // choice); without it they are promoted to fp32 more often (the gradients').
   void fp8_nt(const Fp8Matrix& a, const Fp8Matrix& b, int64_t m, int64_t n, int64_t k, void* d,
               cudaDataType_t d_type, float beta, const Epilogue& epilogue, bool fast_accumulation);
-  // Whether cuBLASLt offers an algorithm for fp8_nt into bf16 with this epilogue, on operands
+  // Whether cuBLASLt offers an algorithm for fp8_nt into act_t with this epilogue, on operands
   // aligned as the arena aligns them (a E5M2 when a_e5m2). Asked before a layer settles on an
   // epilogue, since which epilogues cuBLASLt takes with FP8 inputs depends on its version.
   bool fp8_nt_offers(Epilogue::Kind epilogue, bool a_e5m2, int64_t m, int64_t n, int64_t k, bool fast_accumulation);
@@ -123,7 +123,7 @@ class Gemm {
                int64_t stride_c, int64_t batch);
 
   // Column-major: D[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * D, then the epilogue. D is
-  // bf16 or fp32.
+  // act_t or fp32.
   void matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const act_t* a, int64_t lda, const act_t* b,
               int64_t ldb, void* d, cudaDataType_t d_type, int64_t ldd, float beta, const Epilogue& epilogue = {},
               float alpha = 1.0f);

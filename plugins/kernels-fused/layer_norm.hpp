@@ -1,5 +1,5 @@
 #pragma once
-// LayerNorm over the last dimension, bf16 activations with fp32 statistics and parameters.
+// LayerNorm over the last dimension, act_t activations with fp32 statistics and parameters.
 #include <cstdint>
 
 #include "kernel_context.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // Parameter: one learnable tensor as this rank holds it. Its fp32 master weight, gradient and
 // Adam moments share one zeroed arena block until the core places master and gradient in its
-// own buffers (the moments are the core's then); tensors that a GEMM reads also get a bf16
+// own buffers (the moments are the core's then); tensors that a GEMM reads also get an act_t
 // working copy, which the backend refreshes after the master changes. Where the core keeps only
 // a shard of the master (placed with none), the parameter keeps the fp32 values only if the
 // kernels read them, and set_weights writes what it keeps.
@@ -33,7 +33,7 @@ struct ParameterSpec {
   bool working_copy_without_master = false;
 };
 
-// A parameter of ptdp/gpt_parameters.hpp's table; `working_copy`: a bf16 copy that the GEMMs
+// A parameter of ptdp/gpt_parameters.hpp's table; `working_copy`: an act_t copy that the GEMMs
 // read; `fp32_reads`: kernels also read the fp32 values.
 inline ParameterSpec spec_of(const GptParameterShape& shape, bool working_copy, bool fp32_reads) {
   return ParameterSpec{shape.name, shape.global, shape.shard_dim, shape.shard_offset, shape.local, shape.decay,
@@ -76,7 +76,7 @@ class Parameter {
   float* grad_ = nullptr;
   bool placed_without_master_ = false;
   std::shared_ptr<void> own_master_;  // the fp32 values, placed without a master and read
-  std::shared_ptr<void> working_;  // bf16 copy of master, or null
+  std::shared_ptr<void> working_;  // act_t copy of master, or null
   uint64_t values_version_ = 1;
 };
 

@@ -13,7 +13,7 @@ inline namespace PTDP_FUSED_ACTIVATIONS {
 
 // out = residual + dropout(x + bias), then y = LayerNorm(out) with mean and rstd as
 // layer_norm_forward writes them: the bits of bias_dropout_add_forward then layer_norm_forward.
-// x, residual, out, y: bf16 [rows, cols]; out may be x or residual, y is none of them. bias,
+// x, residual, out, y: act_t [rows, cols]; out may be x or residual, y is none of them. bias,
 // gamma, beta: fp32 [cols].
 void bias_dropout_add_layer_norm_forward(const act_t* x, const float* bias, const act_t* residual, act_t* out,
                                          const float* gamma, const float* beta, act_t* y, float* mean, float* rstd,

@@ -1,7 +1,7 @@
 #pragma once
 // The paper's fused scale + mask + softmax over attention scores, in two variants: the causal mask
 // applied implicitly (key j of query i is visible when j <= i; the upper triangle is never read)
-// and a general mask given as bytes. Scores and probabilities are bf16, arithmetic fp32.
+// and a general mask given as bytes. Scores and probabilities are act_t, arithmetic fp32.
 #include <cstdint>
 
 #include "kernel_context.hpp"

@@ -43,7 +43,7 @@ class FusedTransformerBlock final : public TransformerBlock {
   BranchGradient branch_backward(const act_t* dout, act_t* scratch, Parameter& bias, const DropoutSite& dropout);
   // y[tokens, out] = x[tokens, in] · weightᵀ, then the epilogue (none, a bias, or bias + GeLU
   // with the GeLU's input into its aux matrix), linear k of kFp8BlockLinearNames' order: in
-  // bf16, or on FP8 operands when the block runs in FP8 (then, with `save`, the input's FP8
+  // act_t, or on FP8 operands when the block runs in FP8 (then, with `save`, the input's FP8
   // transpose and scale are kept there for the weight gradient).
   void linear_forward(int k, const act_t* x, bool x_sharded, Parameter& weight, const GemmEpilogue& epilogue, act_t* y,
                       int64_t in, int64_t out, const MicroBatch& mb, Activations& a, bool save);

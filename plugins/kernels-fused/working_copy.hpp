@@ -1,5 +1,5 @@
 #pragma once
-// bf16 working copies of fp32 master weights, refreshed in one multi-tensor launch; where the
+// act_t working copies of fp32 master weights, refreshed in one multi-tensor launch; where the
 // core keeps only a shard of the master (the distributed optimizer), also the fp32 values that
 // the kernels read.
 #include <cstdint>
