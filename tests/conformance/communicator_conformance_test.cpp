@@ -14,7 +14,7 @@
 #include "communicator_under_test.hpp"
 #include "launch/socket_io.hpp"
 #include "launch/tcp_store.hpp"
-#include "ptdp/host_reduce.hpp"
+#include "ptdp/float16_bits.hpp"
 #include "rank_processes.hpp"
 #include "test_memory.hpp"
 
@@ -46,26 +46,13 @@ void require(bool ok, const std::string& what) {
 
 // ---- values and references ---------------------------------------------------------------
 
-float bf16_to_float(uint16_t v) {
-  uint32_t bits = uint32_t{v} << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {  // exact for the small integers used here
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 // Small integers (exact in f32 and bf16 sums over any group here), different per rank, element
 // and call; i64 values also use the high 32 bits.
 template <class T>
 T value_at(int world_rank, size_t i, int salt) {
   const int small = static_cast<int>((static_cast<size_t>(world_rank) * 131 + i * 17 + static_cast<size_t>(salt) * 7) % 61) - 30;
   if constexpr (std::is_same_v<T, uint16_t>) return float_to_bf16(static_cast<float>(small));
-  else if constexpr (std::is_same_v<T, F16Bits>) return F16Bits{host_reduce_detail::float_to_f16(static_cast<float>(small))};
+  else if constexpr (std::is_same_v<T, F16Bits>) return F16Bits{ptdp::float_to_f16(static_cast<float>(small))};
   else if constexpr (std::is_same_v<T, int64_t>) return small * (int64_t{1} << 33) + world_rank;
   else return static_cast<T>(small);
 }
@@ -82,8 +69,7 @@ T combine(T a, T b, ReduceOp op) {
   if constexpr (std::is_same_v<T, uint16_t>) {
     return float_to_bf16(combine(bf16_to_float(a), bf16_to_float(b), op));
   } else if constexpr (std::is_same_v<T, F16Bits>) {
-    using namespace host_reduce_detail;
-    return F16Bits{float_to_f16(combine(f16_to_float(a.bits), f16_to_float(b.bits), op))};
+    return F16Bits{ptdp::float_to_f16(combine(ptdp::f16_to_float(a.bits), ptdp::f16_to_float(b.bits), op))};
   } else {
     return op == ReduceOp::Sum ? static_cast<T>(a + b) : op == ReduceOp::Max ? std::max(a, b) : std::min(a, b);
   }
@@ -100,7 +86,7 @@ std::vector<T> reference(const std::vector<int>& members, size_t count, int salt
 template <class T>
 std::string show(T v) {
   if constexpr (std::is_same_v<T, uint16_t>) return std::to_string(bf16_to_float(v)) + " (bf16)";
-  else if constexpr (std::is_same_v<T, F16Bits>) return std::to_string(host_reduce_detail::f16_to_float(v.bits)) + " (f16)";
+  else if constexpr (std::is_same_v<T, F16Bits>) return std::to_string(ptdp::f16_to_float(v.bits)) + " (f16)";
   else return std::to_string(v);
 }
 

@@ -1,15 +1,11 @@
 #include "activation_values.hpp"
 
-#include "ptdp/host_reduce.hpp"
+#include "ptdp/float16_bits.hpp"
+#include "ptdp/error.hpp"
 
 namespace ptdp::conformance {
 
 namespace {
-
-using host_reduce_detail::bf16_to_float;
-using host_reduce_detail::f16_to_float;
-using host_reduce_detail::float_to_bf16;
-using host_reduce_detail::float_to_f16;
 
 void expect_float(const Tensor& t) {
   if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)

@@ -66,8 +66,6 @@ TEST(HostReduce, Bf16LongBuffersCrossBlocks) {
 // IEEE half codes: 1.0 = 0x3c00, 65504 (the largest) = 0x7bff, infinity = 0x7c00, 2^-14 (the
 // smallest normal) = 0x0400, 2^-24 (the smallest subnormal) = 0x0001.
 TEST(HostReduce, F16SumsRoundToNearestEvenOnTheHalfGrid) {
-  using host_reduce_detail::f16_to_float;
-  using host_reduce_detail::float_to_f16;
   EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(float_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);
