@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "column_reduce.hpp"
+#include "gelu.cuh"
 #include "ptdp/checked_call_cuda.hpp"
 #include "ptdp/error.hpp"
 #include "vec.cuh"
@@ -103,21 +105,57 @@ __device__ float scale_from_amax(float amax, float format_max, int margin) {
   return scale > double(FLT_MAX) ? FLT_MAX : float(scale);
 }
 
+// What a cast reads, eight consecutive values of a row at a time: a matrix as it is...
+template <class In>
+struct StoredValues {
+  static constexpr bool kRoundToAct = false;
+  const In* x;
+  __device__ __forceinline__ void load(int64_t row, int64_t col, int64_t cols, float (&v)[8]) const {
+    load8(x + row * cols + col, v);
+  }
+};
+
+// ... or a GeLU's output gelu(pre + bias) (kGradient false), or the gradient of its input
+// dy · gelu'(pre + bias), computed as they are read (fp8_cast_gelu). Each value is rounded to
+// act_t before it is cast, as if stored and read back: the FP8 bytes are those of the unfused
+// kernels.
+template <bool kGradient>
+struct GeluValues {
+  static constexpr bool kRoundToAct = true;
+  Fp8GeluSource source;
+  __device__ __forceinline__ void load(int64_t row, int64_t col, int64_t cols, float (&v)[8]) const {
+    float p[8], b[8] = {};
+    load_vec_streaming<8>(source.pre + row * cols + col, p);
+    if (source.bias) load_vec<8>(source.bias + col, b);
+    if constexpr (kGradient) {
+      load_vec_streaming<8>(source.dy + row * cols + col, v);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] *= gelu_grad(p[k] + b[k]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = gelu(p[k] + b[k]);
+    }
+  }
+};
+
 // A 64 x 64 tile per block of 256 threads. Each thread reads 8 values of a row twice (16 bytes of
 // act_t, or 32 of fp32),
 // writes their 8 FP8 bytes as they are, and keeps them in shared memory; then writes 16 bytes of
 // the transpose: 16 consecutive rows of one column. Every global access is a whole 8 or 16 bytes.
+// With `column_partials`, the tile's column sums of the values (before rounding) go to row
+// blockIdx.y of it, summed in a fixed order, for finish_column_sums.
 constexpr int kTileRows = 64, kTileCols = 64, kCastThreads = 256;
 constexpr int kTilePitch = kTileCols + 4;  // bytes a tile row takes in shared memory: no bank conflicts down a column
 
-template <class In, __nv_fp8_interpretation_t Kind>
-__global__ void fp8_cast_kernel(const In* __restrict__ x, int64_t rows, int64_t cols, Fp8ScaleSource source,
-                                float format_max, fp8* __restrict__ out, fp8* __restrict__ out_t, float* scale_inv,
-                                float* record) {
+template <class Values, __nv_fp8_interpretation_t Kind>
+__global__ void fp8_cast_kernel(Values values, int64_t rows, int64_t cols, Fp8ScaleSource source, float format_max,
+                                fp8* __restrict__ out, fp8* __restrict__ out_t, float* scale_inv, float* record,
+                                float* __restrict__ column_partials) {
   __shared__ __align__(16) fp8 tile[kTileRows * kTilePitch];
   const float scale = source.scale ? *source.scale : scale_from_amax(*source.amax, format_max, source.margin);
   const int64_t row0 = int64_t(blockIdx.y) * kTileRows, col0 = int64_t(blockIdx.x) * kTileCols;
   int bits = 0;
+  float sums[8] = {};
 #pragma unroll
   for (int pass = 0; pass < 2; ++pass) {
     const int v = pass * kCastThreads + threadIdx.x;  // which 8 columns of which row of the tile
@@ -125,7 +163,13 @@ __global__ void fp8_cast_kernel(const In* __restrict__ x, int64_t rows, int64_t 
     const int64_t row = row0 + r, col = col0 + c;
     if (row < rows && col < cols) {
       float v[8];
-      load8(x + row * cols + col, v);
+      values.load(row, col, cols, v);
+      if (column_partials)
+#pragma unroll
+        for (int k = 0; k < 8; ++k) sums[k] += v[k];
+      if constexpr (Values::kRoundToAct)
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = to_float(to_act(v[k]));
       if (record && source.scale) bits = max_bits(bits, max_bits_of8(v));
       uint2 packed;
       fp8* q = reinterpret_cast<fp8*>(&packed);
@@ -136,6 +180,26 @@ __global__ void fp8_cast_kernel(const In* __restrict__ x, int64_t rows, int64_t 
         *reinterpret_cast<uint32_t*>(tile + r * kTilePitch + c) = packed.x;
         *reinterpret_cast<uint32_t*>(tile + r * kTilePitch + c + 4) = packed.y;
       }
+    }
+  }
+  if (column_partials) {
+    // Lanes 8 apart hold the same columns (of other rows): add them, then the warps' sums in order.
+    __shared__ float warp_sums[kCastThreads / 32][kTileCols];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      sums[k] += __shfl_xor_sync(0xffffffffu, sums[k], 8);
+      sums[k] += __shfl_xor_sync(0xffffffffu, sums[k], 16);
+    }
+    const int lane = threadIdx.x % 32;
+    if (lane < 8)
+#pragma unroll
+      for (int k = 0; k < 8; ++k) warp_sums[threadIdx.x / 32][lane * 8 + k] = sums[k];
+    __syncthreads();
+    if (threadIdx.x < kTileCols && col0 + threadIdx.x < cols) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kCastThreads / 32; ++w) sum += warp_sums[w][threadIdx.x];
+      column_partials[int64_t(blockIdx.y) * cols + col0 + threadIdx.x] = sum;
     }
   }
   if (out_t) {
@@ -181,21 +245,21 @@ void amax_of(const In* x, int64_t n, float* amax, const Fp8AmaxScratch& scratch,
   PTDP_LAUNCH_CHECK(fp8_amax_kernel);
 }
 
-template <class In>
-void cast(const In* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out, fp8* out_t,
-          float* scale_inv, float* record, const KernelContext& ctx) {
+template <class Values>
+void cast(const Values& values, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
+          fp8* out_t, float* scale_inv, float* record, float* column_partials, const KernelContext& ctx) {
   if (rows % 16 != 0 || cols % 16 != 0)
     throw Error("kernels-fused: an FP8 cast of " + std::to_string(rows) + " x " + std::to_string(cols) +
                 " values (both must be multiples of 16)");
   if (rows == 0 || cols == 0) return;
   const dim3 grid(unsigned((cols + kTileCols - 1) / kTileCols), unsigned((rows + kTileRows - 1) / kTileRows));
   if (kind == Fp8Kind::E4M3) {
-    fp8_cast_kernel<In, __NV_E4M3><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 448.0f, out, out_t,
-                                                                           scale_inv, record);
+    fp8_cast_kernel<Values, __NV_E4M3><<<grid, kCastThreads, 0, ctx.stream>>>(values, rows, cols, source, 448.0f, out,
+                                                                               out_t, scale_inv, record, column_partials);
     PTDP_LAUNCH_CHECK(fp8_cast_kernel<E4M3>);
   } else {
-    fp8_cast_kernel<In, __NV_E5M2><<<grid, kCastThreads, 0, ctx.stream>>>(x, rows, cols, source, 57344.0f, out, out_t,
-                                                                           scale_inv, record);
+    fp8_cast_kernel<Values, __NV_E5M2><<<grid, kCastThreads, 0, ctx.stream>>>(
+        values, rows, cols, source, 57344.0f, out, out_t, scale_inv, record, column_partials);
     PTDP_LAUNCH_CHECK(fp8_cast_kernel<E5M2>);
   }
 }
@@ -211,11 +275,27 @@ void fp8_amax(const float* x, int64_t n, float* amax, const Fp8AmaxScratch& scra
 
 void fp8_cast(const act_t* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
               fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx) {
-  cast(x, rows, cols, kind, source, out, out_t, scale_inv, record, ctx);
+  cast(StoredValues<act_t>{x}, rows, cols, kind, source, out, out_t, scale_inv, record, nullptr, ctx);
 }
 void fp8_cast(const float* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
               fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx) {
-  cast(x, rows, cols, kind, source, out, out_t, scale_inv, record, ctx);
+  cast(StoredValues<float>{x}, rows, cols, kind, source, out, out_t, scale_inv, record, nullptr, ctx);
+}
+
+void fp8_cast_gelu(const Fp8GeluSource& gelu, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source,
+                   fp8* out, fp8* out_t, float* scale_inv, float* record, float* dbias, const KernelContext& ctx) {
+  if (!source.scale)
+    throw Error("kernels-fused: a GeLU's values are cast as they are computed only under a given (delayed) scale");
+  if (dbias && !gelu.dy) throw Error("kernels-fused: fp8_cast_gelu sums a bias gradient only of the input gradient");
+  if (rows == 0 || cols == 0) return;
+  const int row_tiles = int((rows + kTileRows - 1) / kTileRows);
+  DeviceBuffer<float> partials;
+  if (dbias) partials = allocate_buffer<float>(*ctx.arena, size_t(row_tiles) * cols);
+  if (gelu.dy)
+    cast(GeluValues<true>{gelu}, rows, cols, kind, source, out, out_t, scale_inv, record, partials.get(), ctx);
+  else
+    cast(GeluValues<false>{gelu}, rows, cols, kind, source, out, out_t, scale_inv, record, nullptr, ctx);
+  if (dbias) finish_column_sums(partials.get(), row_tiles, cols, dbias, ctx.stream);
 }
 
 void fp8_record_amax(const Fp8AmaxRecords& records, const KernelContext& ctx) {

@@ -58,6 +58,20 @@ void fp8_cast(const act_t* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp
 void fp8_cast(const float* x, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source, fp8* out,
               fp8* out_t, float* scale_inv, float* record, const KernelContext& ctx);
 
+// The MLP's GeLU, made by the casts of what it feeds: FC2's input gelu(pre + bias), or (with dy)
+// FC1's output gradient dy · gelu'(pre + bias). pre is FC1's output; bias may be null (pre has it).
+struct Fp8GeluSource {
+  const act_t* pre = nullptr;
+  const float* bias = nullptr;
+  const act_t* dy = nullptr;
+};
+
+// The values of `gelu` cast as fp8_cast casts a matrix holding them in act_t (the same bytes),
+// without storing them: so only under a given scale (source.scale; the delayed recipe). With
+// dbias (the gradient only), dbias += the column sums of the values before rounding (fp32).
+void fp8_cast_gelu(const Fp8GeluSource& gelu, int64_t rows, int64_t cols, Fp8Kind kind, const Fp8ScaleSource& source,
+                   fp8* out, fp8* out_t, float* scale_inv, float* record, float* dbias, const KernelContext& ctx);
+
 // Up to four pairs of device floats: *record[i] = max(*record[i], *value[i]) (NaN-propagating).
 struct Fp8AmaxRecords {
   static constexpr int kMax = 4;

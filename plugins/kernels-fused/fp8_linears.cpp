@@ -105,5 +105,15 @@ void Fp8Linears::cast(int k, Fp8Operand operand, const act_t* x, int64_t rows, i
   fp8_cast(x, rows, cols, kind, source, out, transposed, scale_inv, record, ctx);
 }
 
+void Fp8Linears::cast_gelu(int k, Fp8Operand operand, const Fp8GeluSource& gelu, int64_t rows, int64_t cols,
+                           bool training, float* dbias, fp8* out, fp8* transposed, float* scale_inv) {
+  Fp8ScaleSource source;
+  source.margin = recipe_.margin;
+  source.scale = scale_slot(k, operand);
+  const Fp8Kind kind = operand == Fp8Operand::OutputGradient ? Fp8Kind::E5M2 : Fp8Kind::E4M3;
+  fp8_cast_gelu(gelu, rows, cols, kind, source, out, transposed, scale_inv, training ? amax_slot(k, operand) : nullptr,
+                dbias, backend_.kernel_context());
+}
+
 }  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -35,6 +35,16 @@ class Fp8Linears {
   void cast(int k, Fp8Operand operand, const act_t* x, int64_t rows, int64_t cols, bool sharded, bool training,
             fp8* out, fp8* transposed, float* scale_inv);
 
+  // Whether the scales are given before the values are seen (the delayed recipe), so that a cast
+  // can be made by the kernel that computes its values.
+  bool scales_given() const { return recipe_.scaling == Fp8Scaling::Delayed; }
+
+  // With scales_given(): linear k's input or output gradient made from the MLP's GeLU
+  // (fp8_cast_gelu: FC2's input, or FC1's output gradient with its bias gradient added to
+  // *dbias), cast as `cast` casts it.
+  void cast_gelu(int k, Fp8Operand operand, const Fp8GeluSource& gelu, int64_t rows, int64_t cols, bool training,
+                 float* dbias, fp8* out, fp8* transposed, float* scale_inv);
+
  private:
   struct WeightCopy {
     DeviceBuffer<fp8> data, transposed;

@@ -47,10 +47,23 @@ class FusedTransformerBlock final : public TransformerBlock {
   // transpose and scale are kept there for the weight gradient).
   void linear_forward(int k, const act_t* x, bool x_sharded, Parameter& weight, const GemmEpilogue& epilogue, act_t* y,
                       int64_t in, int64_t out, const MicroBatch& mb, Activations& a, bool save);
+  // linear_forward's FP8 GEMM, on linear k's input already cast (x8; its scale in `a`).
+  void fp8_forward_gemm(int k, const fp8* x8, const Activations& a, const GemmEpilogue& epilogue, act_t* y, int64_t in,
+                        int64_t out);
   // Under FP8: the input gradient dx[tokens, in] = dy · weight (when dx is not null) and the
   // weight gradient from dy and the saved input, on FP8 operands.
   void fp8_linear_backward(int k, const act_t* dy, bool dy_sharded, Parameter& weight, act_t* dx, int64_t in,
                            int64_t out, const Activations& a, bool accumulate);
+  // An output gradient [tokens, out] in E5M2: as it is (for the input gradient) and transposed
+  // (for the weight gradient), with the inverse of its scale.
+  struct Fp8Gradient {
+    DeviceBuffer<fp8> data, transposed;
+    DeviceBuffer<float> scale_inv;
+  };
+  Fp8Gradient allocate_fp8_gradient(int64_t out);
+  // fp8_linear_backward's GEMMs, on an output gradient already cast.
+  void fp8_linear_gemms(int k, const Fp8Gradient& dy, Parameter& weight, act_t* dx, int64_t in, int64_t out,
+                        const Activations& a, bool accumulate);
   // Whether cuBLASLt takes FC1's forward with its bias + GeLU epilogue on FP8 operands, for this
   // block's shapes.
   bool fp8_gelu_epilogue_offered();

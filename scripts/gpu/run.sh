@@ -83,6 +83,11 @@ pack_logs() { tar czf "$RESULTS/logs.tgz" -C "$OUT" .; cp "$table" "$RESULTS/tab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU: $gpu   date: $(date -u +%F)" | tee -a "$table"
 
+# A GoogleTest log's tests passed, failed and skipped.
+gtest_counts() {  # log
+  echo "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/$1" | grep -oE '[0-9]+$' || echo 0) pass," \
+    "$(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/$1") fail, $(grep -cE '^\[  SKIPPED \] .* ms\)$' "$OUT/$1") skipped"
+}
 # Lines of a log that report a check with this verdict (some prefix a "[rank N] ").
 count() { grep -cE "(^|\] )$1 " "$OUT/$2"; }
 # An ab run's report (NAME: its --out folder under $OUT, and NAME.log beside it) into $RESULTS and
@@ -169,14 +174,14 @@ case $part in
 tests)
   "$B/bin/kernels-fused-device-checks" "$B/lib/ptdp" > "$OUT/kernels-fused-checks.log" 2>&1
   rc=$?
-  row "kernels-fused device checks" "$(count PASS kernels-fused-checks.log) pass, $(count FAIL kernels-fused-checks.log) fail (exit $rc)"
-  grep -E '(^|\] )FAIL' "$OUT/kernels-fused-checks.log" | head -20
+  row "kernels-fused device checks" "$(gtest_counts kernels-fused-checks.log) (exit $rc)"
+  grep -E '^\[  (FAILED|SKIPPED) \] .* ms\)$' "$OUT/kernels-fused-checks.log" | head -20
   # Every built kernels plugin against kernels-ref, kernels-fused under each setting of its fusion
   # options that the suite lists (tests/kernels_conformance/kernels_under_test.cpp).
   CUBLASLT_LOG_LEVEL=${CUBLASLT_LOG_LEVEL:-0} timeout 300 "$B/bin/test-conformance-kernels" \
     > "$OUT/conformance-kernels.log" 2>&1
   rc=$?
-  row "conformance suite, kernels-fused settings" "$(grep -oE '\[  PASSED  \] [0-9]+' "$OUT/conformance-kernels.log" | grep -oE '[0-9]+$' || echo 0) pass, $(grep -cE '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log") fail (exit $rc)"
+  row "conformance suite, kernels-fused settings" "$(gtest_counts conformance-kernels.log) (exit $rc)"
   grep -E '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log" | head -20
   "$B/bin/comm-nccl-device-test" > "$OUT/comm-nccl-checks.log" 2>&1
   rc=$?

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attention_unfused.hpp"
+#include "device_check_registry.hpp"
 #include "device_checks.hpp"
 #include "flash_attention.hpp"
 #include "gemm.hpp"
@@ -107,18 +108,17 @@ void check_attention(Checks& checks, TestDevice& dev, bool flash, const Attentio
 
 }  // namespace
 
-void run_attention_checks(Checks& checks) {
-  TestDevice dev;
+void register_attention_checks() {
   const AttentionShape unfused_shapes[] = {{64, 2, 4, 32}, {37, 3, 2, 16}, {128, 1, 2, 64}, {20, 2, 3, 8}};
   for (const auto& shape : unfused_shapes)
-    checks.run("unfused attention", [&] { check_attention(checks, dev, false, shape); });
-  if (!flash_attention_built()) {
-    checks.skip("flash attention", "not built (no cudnn-frontend headers at configure time)");
-    return;
-  }
+    add_device_check("Attention", "unfused " + shape_name({shape.seq, shape.batch, shape.heads, shape.head_dim}),
+                     [shape](Checks& checks, TestDevice& dev) { check_attention(checks, dev, false, shape); });
   const AttentionShape flash_shapes[] = {{64, 2, 4, 32}, {128, 2, 2, 64}, {256, 1, 3, 128}, {100, 2, 2, 64}};
   for (const auto& shape : flash_shapes)
-    checks.run("flash attention", [&] { check_attention(checks, dev, true, shape); });
+    add_device_check("Attention", "flash " + shape_name({shape.seq, shape.batch, shape.heads, shape.head_dim}), [shape](Checks& checks, TestDevice& dev) {
+      if (!flash_attention_built()) GTEST_SKIP() << "flash attention not built (no cudnn-frontend headers at configure time)";
+      check_attention(checks, dev, true, shape);
+    });
 }
 
 }  // namespace ptdp::fused::test

@@ -1,7 +1,8 @@
 #pragma once
-// What every device check shares: PASS/FAIL reporting, the relative error against an fp64
-// reference, bf16 rounding on the host, fresh random inputs, and device buffers.
+// What every device check shares: reporting through GoogleTest, the relative error against an
+// fp64 reference, bf16 rounding on the host, fresh random inputs, and device buffers.
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,17 +17,16 @@
 
 namespace ptdp::fused::test {
 
+// Each comparison of a check: a failure is a GoogleTest failure naming the comparison; a pass
+// prints its figures (the relative error against its tolerance), which the device logs keep.
 class Checks {
  public:
-  // Records one check; `detail` is printed after the verdict.
   void record(const std::string& name, bool ok, const std::string& detail) {
-    std::printf("%s  %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
-    std::fflush(stdout);
-    (ok ? passed_ : failed_)++;
-  }
-  // A check that cannot run in this build; counted neither way.
-  void skip(const std::string& name, const std::string& reason) {
-    std::printf("SKIP  %s: %s\n", name.c_str(), reason.c_str());
+    if (!ok) {
+      ADD_FAILURE() << name << ": " << detail;
+      return;
+    }
+    std::printf("  ok  %s: %s\n", name.c_str(), detail.c_str());
     std::fflush(stdout);
   }
   // ||got - ref|| / ||ref|| <= tol, and no NaN or infinity in got.
@@ -37,14 +37,6 @@ class Checks {
   // rounding error is relative to the terms' magnitudes (scale), not to the small sum.
   double close_at_scale(const std::string& name, const std::vector<double>& got, const std::vector<double>& ref,
                         const std::vector<double>& scale, double tol);
-  // Runs a check body; an exception is a failure of that check, not of the whole run.
-  void run(const std::string& name, const std::function<void()>& body);
-
-  int passed() const { return passed_; }
-  int failed() const { return failed_; }
-
- private:
-  int passed_ = 0, failed_ = 0;
 };
 
 inline double Checks::close_at_scale(const std::string& name, const std::vector<double>& got,
@@ -70,14 +62,6 @@ inline double Checks::close_at_scale(const std::string& name, const std::vector<
   std::snprintf(text, sizeof text, "rel err %.3e (tol %.0e, %zu values)", err, tol, got.size());
   record(name, err <= tol, text);
   return err;
-}
-
-inline void Checks::run(const std::string& name, const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    record(name, false, std::string("threw: ") + e.what());
-  }
 }
 
 // bf16 as its 16 bits, rounded to nearest even like the device.

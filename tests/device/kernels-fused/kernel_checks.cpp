@@ -9,6 +9,7 @@
 #include "bias_gelu.hpp"
 #include "column_reduce.hpp"
 #include "cross_entropy.hpp"
+#include "device_check_registry.hpp"
 #include "device_checks.hpp"
 #include "embedding.hpp"
 #include "gemm.hpp"
@@ -663,22 +664,22 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
 
 }  // namespace
 
-void run_kernel_checks(Checks& checks) {
-  TestDevice dev;
+void register_kernel_checks() {
+  // Each check's arguments are copied into it: the tests run after this returns.
+  const auto add = [](const std::string& name, DeviceCheck body) { add_device_check("Kernels", name, std::move(body)); };
   // The last shape has more rows than the forward's grid is high, so threads walk rows in pairs
   // and some end on a single row.
   for (auto [r, c] : {std::pair<int64_t, int64_t>{64, 256}, {37, 100}, {5, 8}, {33, 1000}, {4097, 2048}})
-    checks.run("bias_gelu", [&] { check_bias_gelu(checks, dev, r, c); });
-  for (float p : {0.0f, 0.1f}) {
-    checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 32, 4, 64, p); });
-    checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 13, 3, 100, p); });
-  }
-  checks.run("bias_dropout_add", [&] { check_bias_dropout_add(checks, dev, 256, 8, 1024, 0.3f); });
-  for (float p : {0.0f, 0.1f}) {
-    checks.run("residual layer_norm", [&] { check_residual_layer_norm(checks, dev, 32, 4, 64, p); });
-    checks.run("residual layer_norm", [&] { check_residual_layer_norm(checks, dev, 13, 3, 100, p); });
-    checks.run("residual layer_norm", [&] { check_residual_layer_norm(checks, dev, 512, 2, 2048, p); });
-  }
+    add("bias_gelu " + shape_name({r, c}), [r, c](Checks& checks, TestDevice& dev) { check_bias_gelu(checks, dev, r, c); });
+  const auto dropout = [](float p) { return " dropout " + std::to_string(int(p * 100 + 0.5f)) + "%"; };
+  for (auto [s, b, h, p] : {std::tuple<int, int, int, float>{32, 4, 64, 0.0f}, {13, 3, 100, 0.0f}, {32, 4, 64, 0.1f},
+                            {13, 3, 100, 0.1f}, {256, 8, 1024, 0.3f}})
+    add("bias_dropout_add " + shape_name({s, b, h}) + dropout(p),
+        [s, b, h, p](Checks& checks, TestDevice& dev) { check_bias_dropout_add(checks, dev, s, b, h, p); });
+  for (float p : {0.0f, 0.1f})
+    for (auto [s, b, h] : {std::tuple<int, int, int>{32, 4, 64}, {13, 3, 100}, {512, 2, 2048}})
+      add("residual layer_norm " + shape_name({s, b, h}) + dropout(p),
+          [s, b, h, p](Checks& checks, TestDevice& dev) { check_residual_layer_norm(checks, dev, s, b, h, p); });
   // Widths for every path of the forward (rows held in registers, 1 to 16 vectors a lane, or read
   // in a loop) and of the one-launch backward (8- and 1-wide vectors, one and two per thread),
   // and more rows than resident blocks.
@@ -686,35 +687,38 @@ void run_kernel_checks(Checks& checks) {
                       {9, 1500}, {2000, 1024}, {7, 256}, {11, 768}, {6, 4096}})
     for (bool fused : {true, false})
       for (bool residual_sum : {false, true})
-        checks.run("layer_norm", [&, fused, residual_sum] { check_layer_norm(checks, dev, r, c, fused, residual_sum); });
+        add(std::string("layer_norm ") + shape_name({r, c}) + (fused ? " fused" : "") + (residual_sum ? " residual_sum" : ""),
+            [r, c, fused, residual_sum](Checks& checks, TestDevice& dev) {
+              check_layer_norm(checks, dev, r, c, fused, residual_sum);
+            });
   for (auto [m, s] : {std::pair<int64_t, int>{6, 64}, {4, 37}, {2, 1000}, {3, 256}, {1, 4104}})
-    checks.run("causal softmax", [&] { check_causal_softmax(checks, dev, m, s); });
-  checks.run("masked softmax", [&] { check_masked_softmax(checks, dev, 2, 3, 16, 40); });
-  checks.run("masked softmax", [&] { check_masked_softmax(checks, dev, 2, 2, 9, 37); });
-  checks.run("masked softmax", [&] { check_masked_softmax(checks, dev, 1, 2, 24, 520); });
-  checks.run("embedding", [&] { check_embedding(checks, dev, 16, 2, 64, 0, 50); });
-  checks.run("embedding", [&] { check_embedding(checks, dev, 9, 3, 36, 40, 40); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 64, 1000, 1000, 1); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 37, 97, 100, 1); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 37, 97, 100, 2); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 20, 1000, 1024, 4); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 24, 51200, 51200, 1); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 5, 50257, 50304, 1); });
-  checks.run("cross_entropy", [&] { check_cross_entropy(checks, dev, 3, 100003, 100008, 1); });
+    add("causal softmax " + shape_name({m, s}), [m, s](Checks& checks, TestDevice& dev) { check_causal_softmax(checks, dev, m, s); });
+  for (auto [b, h, r, c] : {std::tuple<int, int, int, int>{2, 3, 16, 40}, {2, 2, 9, 37}, {1, 2, 24, 520}})
+    add("masked softmax " + shape_name({b, h, r, c}),
+        [b, h, r, c](Checks& checks, TestDevice& dev) { check_masked_softmax(checks, dev, b, h, r, c); });
+  add("embedding", [](Checks& checks, TestDevice& dev) { check_embedding(checks, dev, 16, 2, 64, 0, 50); });
+  add("embedding vocabulary shard", [](Checks& checks, TestDevice& dev) { check_embedding(checks, dev, 9, 3, 36, 40, 40); });
+  for (auto [r, v, padded, shards] : {std::tuple<int64_t, int64_t, int64_t, int>{64, 1000, 1000, 1}, {37, 97, 100, 1},
+                                      {37, 97, 100, 2}, {20, 1000, 1024, 4}, {24, 51200, 51200, 1}, {5, 50257, 50304, 1},
+                                      {3, 100003, 100008, 1}})
+    add("cross_entropy " + shape_name({r, v, padded}) + " shards " + std::to_string(shards),
+        [r, v, padded, shards](Checks& checks, TestDevice& dev) { check_cross_entropy(checks, dev, r, v, padded, shards); });
   for (auto [r, i, o] : {std::tuple<int64_t, int64_t, int64_t>{64, 128, 96}, {37, 72, 100}, {13, 24, 40}, {256, 512, 1536}})
     for (bool bias : {false, true})
       for (bool autotune : {false, true})
-        checks.run("gemm", [&, r = r, i = i, o = o] { check_gemm(checks, dev, r, i, o, bias, autotune); });
+        add(std::string("gemm ") + shape_name({r, i, o}) + (bias ? " bias" : "") + (autotune ? " autotune" : ""),
+            [r, i, o, bias, autotune](Checks& checks, TestDevice& dev) { check_gemm(checks, dev, r, i, o, bias, autotune); });
   for (auto [r, i, o] : {std::tuple<int64_t, int64_t, int64_t>{64, 128, 96}, {37, 72, 104}, {256, 512, 1536}})
     for (bool autotune : {false, true})
-      checks.run("gemm epilogues", [&, r = r, i = i, o = o] { check_gemm_epilogues(checks, dev, r, i, o, autotune); });
-  checks.run("gemm GeLU epilogue formula", [&] { check_gelu_epilogue_formula(checks, dev); });
+      add(std::string("gemm epilogues ") + shape_name({r, i, o}) + (autotune ? " autotune" : ""),
+          [r, i, o, autotune](Checks& checks, TestDevice& dev) { check_gemm_epilogues(checks, dev, r, i, o, autotune); });
+  add("gemm GeLU epilogue formula", [](Checks& checks, TestDevice& dev) { check_gelu_epilogue_formula(checks, dev); });
   // Tails of every kind: rows not a multiple of the warps' stride, fewer rows than warps, a last
   // column tile part full, 1-wide vectors, and the bias shapes of the 1.3B model's blocks.
   for (auto [r, c] : {std::pair<int64_t, int64_t>{300, 192}, {17, 30}, {5, 7}, {129, 8200}, {1000, 6144},
                       {4096, 2048}, {2051, 8192}})
-    checks.run("column sum", [&] { check_column_sum(checks, dev, r, c); });
-  checks.run("adam and grad norm", [&] { check_adam_and_norm(checks, dev); });
+    add("column sum " + shape_name({r, c}), [r, c](Checks& checks, TestDevice& dev) { check_column_sum(checks, dev, r, c); });
+  add("adam and grad norm", [](Checks& checks, TestDevice& dev) { check_adam_and_norm(checks, dev); });
 }
 
 }  // namespace ptdp::fused::test

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "device_check_registry.hpp"
 #include "device_checks.hpp"
 #include "plugin_loader.hpp"
 #include "ptdp/counter_rng.hpp"
@@ -399,10 +400,10 @@ void check_errors(Checks& checks, const std::string& dir) {
 
 }  // namespace
 
-void run_plugin_checks(Checks& checks, const std::string& dir) {
-  checks.run("plugin errors", [&] { check_errors(checks, dir); });
-  checks.run("optimizer", [&] { check_optimizer(checks, dir); });
-  checks.run("parameter placement", [&] { check_placement(checks, dir); });
+void register_plugin_checks(const std::string& dir) {
+  add_device_check("Plugin", "errors", [dir](Checks& checks, TestDevice&) { check_errors(checks, dir); });
+  add_device_check("Plugin", "optimizer", [dir](Checks& checks, TestDevice&) { check_optimizer(checks, dir); });
+  add_device_check("Plugin", "parameter placement", [dir](Checks& checks, TestDevice&) { check_placement(checks, dir); });
 }
 
 }  // namespace ptdp::fused::test

@@ -1,0 +1,94 @@
+// The FP8 casts that compute their values (fp8_cast_gelu, the delayed recipe's GeLU) against the
+// kernels they stand for: bias + GeLU (forward or backward) storing act_t, then fp8_cast of what
+// was stored. The FP8 bytes, both layouts, the amax found and the scale inverse must be the same
+// bits; the bias gradient, summed in another order, the same within fp32 rounding.
+#include <cstdint>
+
+#include "bias_gelu.hpp"
+#include "device_check_registry.hpp"
+#include "device_checks.hpp"
+#include "fp8_cast.hpp"
+
+namespace ptdp::fused::test {
+namespace {
+
+constexpr double kFp32Sum = 1e-5;  // the same fp32 terms summed in another order
+
+struct CastResult {
+  std::vector<uint8_t> out, out_t;
+  std::vector<float> scale_inv, amax;
+};
+
+CastResult read(const DeviceArray<uint8_t>& out, const DeviceArray<uint8_t>& out_t, const DeviceArray<float>& scale_inv,
+                const DeviceArray<float>& amax) {
+  return CastResult{out.download(), out_t.download(), scale_inv.download(), amax.download()};
+}
+
+void compare(Checks& checks, const std::string& name, const CastResult& got, const CastResult& want) {
+  const auto differing = [](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
+    return n;
+  };
+  const size_t plain = differing(got.out, want.out), transposed = differing(got.out_t, want.out_t);
+  checks.record(name + " bytes", plain == 0 && transposed == 0,
+                std::to_string(plain) + " and " + std::to_string(transposed) + " of " + std::to_string(got.out.size()) +
+                    " bytes differ (as stored, transposed)");
+  checks.record(name + " amax and scale inverse", got.amax == want.amax && got.scale_inv == want.scale_inv,
+                "amax " + std::to_string(got.amax[0]) + " (unfused " + std::to_string(want.amax[0]) + "), scale inverse " +
+                    std::to_string(got.scale_inv[0]) + " (unfused " + std::to_string(want.scale_inv[0]) + ")");
+}
+
+// gradient false: FC2's input gelu(pre + bias) in E4M3; true: FC1's output gradient
+// dy · gelu'(pre + bias) in E5M2 with the bias gradient. with_bias false: pre has the bias in it.
+void check_gelu_cast(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols, bool gradient, bool with_bias) {
+  const std::string name = std::string(gradient ? "GeLU input gradient" : "GeLU output") + " cast " +
+                           shape_name({rows, cols}) + (with_bias ? "" : " (bias in pre)");
+  const size_t n = size_t(rows * cols);
+  const auto pre = random_bf16_values(n, -4.0f, 4.0f), dy = random_bf16_values(n, -0.5f, 0.5f);
+  const auto bias = random_values(size_t(cols), -0.5f, 0.5f), dbias0 = random_values(size_t(cols));
+  DeviceArray<uint16_t> d_pre(to_bf16(pre)), d_dy(to_bf16(dy)), d_values(n);
+  DeviceArray<float> d_bias(bias), d_scale(std::vector<float>{gradient ? 4096.0f : 64.0f});
+  const Fp8Kind kind = gradient ? Fp8Kind::E5M2 : Fp8Kind::E4M3;
+  Fp8ScaleSource source;
+  source.scale = d_scale.get();
+  const float* bias_ptr = with_bias ? d_bias.get() : nullptr;
+
+  // The unfused kernels: act_t values stored, then cast.
+  DeviceArray<uint8_t> want_out(n), want_t(n);
+  DeviceArray<float> want_scale_inv(1), want_amax(std::vector<float>{0.0f}), want_dbias(dbias0);
+  if (gradient)
+    bias_gelu_backward(bf(d_dy), bf(d_pre), bias_ptr, bf(d_values), want_dbias.get(), rows, cols, dev.ctx);
+  else
+    bias_gelu_forward(bf(d_pre), with_bias ? d_bias.get() : nullptr, bf(d_values), rows, cols, dev.ctx);
+  fp8_cast(bf(d_values), rows, cols, kind, source, want_out.get(), want_t.get(), want_scale_inv.get(), want_amax.get(),
+           dev.ctx);
+
+  DeviceArray<uint8_t> got_out(n), got_t(n);
+  DeviceArray<float> got_scale_inv(1), got_amax(std::vector<float>{0.0f}), got_dbias(dbias0);
+  got_out.poison(), got_t.poison();
+  Fp8GeluSource gelu;
+  gelu.pre = bf(d_pre);
+  gelu.bias = bias_ptr;
+  if (gradient) gelu.dy = bf(d_dy);
+  fp8_cast_gelu(gelu, rows, cols, kind, source, got_out.get(), got_t.get(), got_scale_inv.get(), got_amax.get(),
+                gradient ? got_dbias.get() : nullptr, dev.ctx);
+  compare(checks, name, read(got_out, got_t, got_scale_inv, got_amax), read(want_out, want_t, want_scale_inv, want_amax));
+  if (gradient)
+    checks.close(name + " bias gradient", widen(got_dbias.download()), widen(want_dbias.download()), kFp32Sum);
+}
+
+}  // namespace
+
+void register_fp8_cast_checks() {
+  // A shape of one tile, the 1.3B model's FC1 output at micro-batch 1 (seq 2048), and partial tiles.
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{64, 64}, {2048, 8192}, {48, 80}, {112, 1040}})
+    for (bool gradient : {false, true})
+      for (bool with_bias : {true, false})
+        add_device_check("Fp8Cast", shape_name({r, c}) + (gradient ? " gradient" : " output") + (with_bias ? "" : " bias in pre"),
+                         [r, c, gradient, with_bias](Checks& checks, TestDevice& dev) {
+                           check_gelu_cast(checks, dev, r, c, gradient, with_bias);
+                         });
+}
+
+}  // namespace ptdp::fused::test
