@@ -185,8 +185,9 @@ tests)
   grep -E '^\[  FAILED  \] .* ms\)$' "$OUT/conformance-kernels.log" | head -20
   "$B/bin/comm-nccl-device-test" > "$OUT/comm-nccl-checks.log" 2>&1
   rc=$?
-  row "comm-nccl device checks" "$(count PASS comm-nccl-checks.log) pass, $(count FAIL comm-nccl-checks.log) fail, $(count SKIP comm-nccl-checks.log) need 2 GPUs (exit $rc)"
-  grep -E '(^|\] )FAIL' "$OUT/comm-nccl-checks.log" | head -20
+  row "comm-nccl device scenarios" "$(gtest_counts comm-nccl-checks.log) (exit $rc)"
+  row "comm-nccl checks within them" "$(count PASS comm-nccl-checks.log) pass, $(count FAIL comm-nccl-checks.log) fail"
+  grep -E '(^|\] )FAIL|^\[  SKIPPED \] .* ms\)$' "$OUT/comm-nccl-checks.log" | head -20
   ;;
 losses)
   small=(--nproc 1 --set parallel.pipeline=1 --set parallel.tensor=1 --set parallel.data=1

@@ -1,9 +1,10 @@
-// comm-nccl-device-test: checks the comm-nccl plugin on real GPUs. Not a ctest test: it needs
-// one GPU per rank.
+// comm-nccl-device-test: checks the comm-nccl plugin on real GPUs, one GPU per rank.
 //
-//   comm-nccl-device-test                  one rank on GPU 0 (the same as --spawn 1)
-//   comm-nccl-device-test --spawn N        N ranks as child processes, one GPU each; with N = 2
-//                                          also the peer-death scenario (rank 1 is killed)
+//   comm-nccl-device-test [gtest flags]    GoogleTest tests, each a scenario run by child
+//                                          processes, one rank and GPU each: the world checks on
+//                                          one rank and on two, and the peer-death scenario (rank
+//                                          1 is killed); a test that needs more GPUs than the
+//                                          machine has is skipped, saying so (ctest runs it)
 //   comm-nccl-device-test --rank R --size N --dir DIR [--scenario world|peer-death]
 //                                          one rank started by a launcher (RANK and WORLD_SIZE
 //                                          from the environment work too); DIR is a directory
@@ -11,10 +12,13 @@
 //   --plugin PATH       the plugin (default: ../lib/ptdp/libptdp-comm-nccl.so beside this program)
 //   --time-limit S      give up after S seconds per rank, counting as a failure (default 600)
 //
-// Prints PASS, FAIL or SKIP per check and exits non-zero when any check failed.
+// Each rank prints PASS, FAIL or SKIP per check of its scenario.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +33,6 @@
 namespace {
 
 struct Options {
-  int spawn = 0;
   int rank = -1;
   int size = -1;
   std::string dir;
@@ -41,7 +44,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "comm-nccl-device-test: %s\n"
-               "usage: comm-nccl-device-test [--spawn N] [--rank R --size N --dir DIR] "
+               "usage: comm-nccl-device-test [gtest flags] [--rank R --size N --dir DIR] "
                "[--scenario world|peer-death] [--plugin PATH] [--time-limit S]\n",
                problem.c_str());
   std::exit(2);
@@ -54,8 +57,7 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage("missing value after " + flag);
     const std::string value = argv[++i];
     try {
-      if (flag == "--spawn") options.spawn = std::stoi(value);
-      else if (flag == "--rank") options.rank = std::stoi(value);
+      if (flag == "--rank") options.rank = std::stoi(value);
       else if (flag == "--size") options.size = std::stoi(value);
       else if (flag == "--dir") options.dir = value;
       else if (flag == "--scenario") options.scenario = value;
@@ -70,9 +72,7 @@ Options parse(int argc, char** argv) {
   if (options.size < 0 && std::getenv("WORLD_SIZE")) options.size = std::atoi(std::getenv("WORLD_SIZE"));
   if (options.scenario != "world" && options.scenario != "peer-death")
     usage("unknown scenario '" + options.scenario + "'");
-  if (options.rank < 0 && options.spawn == 0) options.spawn = 1;
-  if (options.spawn > 0 && options.rank >= 0) usage("--spawn and --rank exclude each other");
-  if (options.spawn == 0 && (options.size < 1 || options.rank >= options.size || options.dir.empty()))
+  if (options.rank >= 0 && (options.size < 1 || options.rank >= options.size || options.dir.empty()))
     usage("a launched rank needs --rank R, --size N (R < N) and --dir DIR");
   if (options.plugin.empty())
     options.plugin = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / ".." / "lib" / "ptdp" /
@@ -151,24 +151,47 @@ bool spawn(const Options& options, const std::string& scenario, int size, const 
   return passed;
 }
 
+// How many CUDA devices there are, asked in a child process: this one makes no CUDA call before
+// it forks the ranks, so that each starts CUDA on its own.
+int device_count() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int devices = 0;
+    _exit(cudaGetDeviceCount(&devices) == cudaSuccess ? std::min(devices, 100) : 0);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
+  return WEXITSTATUS(status);
+}
+
+Options options_for_tests;
+
+// Runs `scenario` on `size` ranks in a fresh rendezvous directory; skipped without the GPUs.
+void run_scenario(const std::string& scenario, int size) {
+  const int devices = device_count();
+  if (devices < size)
+    GTEST_SKIP() << scenario << " on " << size << " rank(s) needs " << size << " GPU(s); this machine has " << devices;
+  char pattern[] = "/tmp/comm-nccl-rendezvous-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr) << std::strerror(errno);
+  const std::filesystem::path dir = pattern;
+  EXPECT_TRUE(spawn(options_for_tests, scenario, size, dir.string()))
+      << "a rank failed (its FAIL lines are above)";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommNcclDevice, WorldChecksOnOneRank) { run_scenario("world", 1); }
+TEST(CommNcclDevice, WorldChecksOnTwoRanks) { run_scenario("world", 2); }
+TEST(CommNcclDevice, PeerDeathStopsTheSurvivorNamingItsPeer) { run_scenario("peer-death", 2); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
   const Options options = parse(argc, argv);
-  if (options.spawn == 0) {
+  if (options.rank >= 0) {
     const int failures = run_rank(options, options.scenario, options.rank, options.size, options.dir);
     return failures == 0 ? 0 : 1;
   }
-  // No CUDA call in this process before fork(): each child starts CUDA on its own.
-  char pattern[] = "/tmp/comm-nccl-rendezvous-XXXXXX";
-  if (!mkdtemp(pattern)) {
-    std::perror("mkdtemp");
-    return 2;
-  }
-  const std::filesystem::path dir = pattern;
-  bool passed = spawn(options, "world", options.spawn, (dir / "world").string());
-  if (options.spawn == 2) passed = spawn(options, "peer-death", 2, (dir / "peer-death").string()) && passed;
-  std::filesystem::remove_all(dir);
-  std::printf("comm-nccl device test: %s (%d rank(s))\n", passed ? "PASS" : "FAIL", options.spawn);
-  return passed ? 0 : 1;
+  options_for_tests = options;
+  return RUN_ALL_TESTS();
 }
