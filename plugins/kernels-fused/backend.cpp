@@ -9,6 +9,7 @@ inline namespace PTDP_FUSED_ACTIVATIONS {
 
 Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, PluginLog log)
     : model_(binding.model),
+      recompute_modules_(binding.recompute_modules),
       fp8_(binding.fp8),
       options_(options),
       log_(std::move(log)),

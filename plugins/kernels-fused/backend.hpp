@@ -19,6 +19,7 @@
 #include "multi_tensor.hpp"
 #include "parameter.hpp"
 #include "side_stream.hpp"
+#include "ptdp/activation_recompute.hpp"
 #include "ptdp/communicator.hpp"
 #include "ptdp/layer_kernels.hpp"
 #include "ptdp/plugin_log.hpp"
@@ -58,6 +59,9 @@ class Backend {
 
   const ModelSpec& model() const { return model_; }
   const Fp8Recipe& fp8() const { return fp8_; }
+  // Whether a block's forward(save=true) recomputes `module` in its backward instead of keeping it
+  // (KernelsBinding::recompute_modules, parallel.recompute = "selective").
+  bool recomputes(RecomputeModule module) const { return (recompute_modules_ & module_bit(module)) != 0; }
   const BackendOptions& options() const { return options_; }
   int tp_rank() const { return tp_rank_; }
   int tp_size() const { return tp_size_; }
@@ -100,6 +104,7 @@ class Backend {
 
  private:
   ModelSpec model_;
+  uint32_t recompute_modules_ = 0;
   Fp8Recipe fp8_;
   BackendOptions options_;
   PluginLog log_;

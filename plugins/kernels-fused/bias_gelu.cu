@@ -21,8 +21,8 @@ __global__ void bias_gelu_forward_kernel(const act_t* x, const float* __restrict
                                          int64_t cols) {
   const int64_t col = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
   if (col >= cols) return;
-  float b[VEC];
-  load_vec<VEC>(bias + col, b);
+  float b[VEC] = {};
+  if (bias) load_vec<VEC>(bias + col, b);
   const int64_t step = gridDim.y;
   int64_t r = blockIdx.y;
   for (; r + step < rows; r += 2 * step) {

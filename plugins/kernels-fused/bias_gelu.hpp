@@ -8,7 +8,8 @@
 namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
 
-// y = gelu(x + bias). x, y: [rows, cols] act_t (y may be x); bias: fp32 [cols].
+// y = gelu(x + bias). x, y: [rows, cols] act_t (y may be x); bias: fp32 [cols], or null when x
+// has it already (a GELU_AUX_BIAS epilogue's aux).
 void bias_gelu_forward(const act_t* x, const float* bias, act_t* y, int64_t rows, int64_t cols,
                        const KernelContext& ctx);
 

@@ -65,6 +65,8 @@ std::string check_model(const KernelsBinding& b) {
              std::to_string(m.hidden) + "), hidden / t (" + std::to_string(width) + ") and ffn_hidden / t (" +
              std::to_string(ffn) + ") to be multiples of 16";
   }
+  // activation_memory_features() declares selective recomputation only.
+  if (b.sequence_parallel) return "sequence parallelism is not implemented here (it declares selective recomputation only)";
   return "";
 }
 
@@ -143,6 +145,10 @@ uint32_t KernelsFused::precisions() const {
     if (major * 10 + minor < 89) return fp16;
   }
   return fp16 | precision_bit(PrecisionSupport::Fp8Hybrid);
+}
+
+uint32_t KernelsFused::activation_memory_features() const {
+  return feature_bit(ActivationMemoryFeature::SelectiveRecompute);
 }
 
 int KernelsFused::device_count() const {

@@ -29,6 +29,7 @@ class KernelsFused final : public LayerKernels {
   // fp16 (with loss scaling) on any GPU; FP8 (the hybrid recipe) where every visible GPU has
   // FP8 tensor cores.
   uint32_t precisions() const override;
+  uint32_t activation_memory_features() const override;
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

@@ -171,7 +171,68 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
                            backend_->dropout_site(mb, 2 + 2 * layer_), k);
 
   if (fp8_) a->ln1 = a->ln2 = a->act = {};  // the weight gradients read the FP8 transposes instead
-  if (save) saved_.put(mb.slot, std::move(a));
+  if (save) {
+    // Selective recomputation: what the backward recomputes (recompute_saved) is not kept.
+    // An FP8 block keeps its GEMM inputs only as the FP8 transposes the weight gradients read.
+    if (backend_->recomputes(RecomputeModule::LayerNorm)) {
+      a->ln1 = a->ln2 = {};
+      a->input_t[kQkv] = a->input_t[kFc1] = {};
+    }
+    if (backend_->recomputes(RecomputeModule::MlpActivation)) {
+      a->act = {};
+      a->input_t[kFc2] = {};
+    }
+    if (backend_->recomputes(RecomputeModule::CoreAttention)) a->ctx = {}, a->attention = {};
+    saved_.put(mb.slot, std::move(a));
+  }
+}
+
+void FusedTransformerBlock::recompute_saved(Activations& a) {
+  const ModelSpec& m = backend_->model();
+  const KernelContext& k = backend_->kernel_context();
+  DeviceArena& arena = backend_->arena();
+  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  // The same kernels on the same kept inputs give the same bits, except that under the GeLU
+  // epilogue the GeLU is the kernel's here and cuBLASLt's in the forward (both the tanh form). In
+  // an FP8 block what is made again is the FP8 transpose its weight gradient reads, cast under the
+  // scale the forward used (the same amax, or the same given scale) without recording an amax.
+  const auto fp8_transpose = [&](int linear, const act_t* x, int64_t width, bool sharded) {
+    a.input_t[linear] = allocate_buffer<fp8>(arena, size_t(tokens * width));
+    fp8_->cast(linear, Fp8Operand::Input, x, tokens, width, sharded, false, nullptr, a.input_t[linear].get(),
+               a.input_scale_inv.get() + kScaleStride * linear);
+  };
+  if (backend_->recomputes(RecomputeModule::LayerNorm)) {
+    a.ln1 = allocate_buffer<act_t>(arena, size_t(tokens * h));
+    a.ln2 = allocate_buffer<act_t>(arena, size_t(tokens * h));
+    layer_norm_forward(a.x.get(), ln1_weight_->master(), ln1_bias_->master(), a.ln1.get(), nullptr, nullptr, tokens, h,
+                       m.layernorm_eps, k);
+    layer_norm_forward(a.h.get(), ln2_weight_->master(), ln2_bias_->master(), a.ln2.get(), nullptr, nullptr, tokens, h,
+                       m.layernorm_eps, k);
+    if (fp8_) {
+      fp8_transpose(kQkv, a.ln1.get(), h, false);
+      fp8_transpose(kFc1, a.ln2.get(), h, false);
+      a.ln1 = a.ln2 = {};
+    }
+  }
+  if (backend_->recomputes(RecomputeModule::MlpActivation)) {
+    const float* bias = gelu_epilogue_ ? nullptr : fc1_bias_->master();
+    if (fp8_ && fp8_->scales_given()) {
+      a.input_t[kFc2] = allocate_buffer<fp8>(arena, size_t(tokens * ffn_));
+      fp8_->cast_gelu(kFc2, Fp8Operand::Input, Fp8GeluSource{a.fc1.get(), bias, nullptr}, tokens, ffn_, false, nullptr,
+                      nullptr, a.input_t[kFc2].get(), a.input_scale_inv.get() + kScaleStride * kFc2);
+    } else {
+      a.act = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
+      bias_gelu_forward(a.fc1.get(), bias, a.act.get(), tokens, ffn_, k);
+      if (fp8_) {
+        fp8_transpose(kFc2, a.act.get(), ffn_, true);
+        a.act = {};
+      }
+    }
+  }
+  if (backend_->recomputes(RecomputeModule::CoreAttention)) {
+    a.ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
+    a.attention = backend_->attention().forward(a.qkv.get(), a.ctx.get(), true);
+  }
 }
 
 void FusedTransformerBlock::linear_forward(int k, const act_t* x, bool x_sharded, Parameter& weight,
@@ -293,6 +354,7 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   backend_->expect(din, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
+  recompute_saved(*a);
   if (fp8_) return backward_fp8(mb, dout.as<const act_t>(), din.as<act_t>(), *a);
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();

@@ -68,6 +68,9 @@ class FusedTransformerBlock final : public TransformerBlock {
   // block's shapes.
   bool fp8_gelu_epilogue_offered();
   void backward_fp8(const MicroBatch& mb, const act_t* dy, act_t* din, Activations& a);
+  // Before a backward: what selective recomputation did not keep (Backend::recomputes), made
+  // again from what was kept.
+  void recompute_saved(Activations& a);
 
   std::shared_ptr<Backend> backend_;
   int layer_;
