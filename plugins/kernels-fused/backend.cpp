@@ -41,8 +41,11 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, P
     else
       attention_ = std::make_unique<UnfusedAttention>(shape, *gemm_, kernel_context_);
     if (tp_size_ > 1) tp_->bind_stream(stream_);
+    rows_ = std::make_unique<TensorParallelRows>(tp_size_ > 1 ? tp_ : nullptr, binding.sequence_parallel, model_, device_,
+                                                 *arena_);
   } catch (...) {
     // The destructor does not run for a half-built backend.
+    rows_.reset();
     attention_.reset();
     gemm_.reset();
     metadata_.reset();
@@ -59,6 +62,7 @@ Backend::~Backend() {
   TeardownFailures failures;
   // What the stream still runs may use the parts released below; a fault it hit shows here.
   if (stream_) PTDP_TEARDOWN_CALL(failures, cudaStreamSynchronize(stream_));
+  rows_.reset();
   attention_.reset();
   gemm_.reset();
   metadata_.reset();
@@ -82,6 +86,7 @@ DropoutSite Backend::dropout_site(const MicroBatch& mb, int site) const {
   d.site = site;
   d.p = mb.training ? model_.dropout : 0.0f;  // evaluation runs without dropout
   d.first_sample = mb.first_sample;
+  d.first_row = rows_->first_local_row();
   d.micro_batch = model_.micro_batch;
   d.seq_len = model_.seq_len;
   d.hidden = model_.hidden;

@@ -19,6 +19,7 @@
 #include "multi_tensor.hpp"
 #include "parameter.hpp"
 #include "side_stream.hpp"
+#include "tensor_parallel_rows.hpp"
 #include "ptdp/activation_recompute.hpp"
 #include "ptdp/communicator.hpp"
 #include "ptdp/layer_kernels.hpp"
@@ -74,6 +75,9 @@ class Backend {
   MetadataCache& metadata() { return *metadata_; }
   Gemm& gemm() { return *gemm_; }
   Attention& attention() { return *attention_; }
+  // The rows each layer holds and where they cross the tensor-parallel group (sequence parallelism).
+  TensorParallelRows& rows() { return *rows_; }
+  const TensorParallelRows& rows() const { return *rows_; }
   const PluginLog& log() const { return log_; }
 
   // Makes this backend's device current for the calling thread.
@@ -82,6 +86,8 @@ class Backend {
   // Sum (or max) over the tensor-parallel group, in place on the stream; nothing when it is one rank.
   void all_reduce(void* data, DType dtype, int64_t count, ReduceOp op = ReduceOp::Sum);
 
+  // A dropout site over this rank's rows between layers (its share of the sequence under
+  // sequence parallelism).
   DropoutSite dropout_site(const MicroBatch& mb, int site) const;
   Tensor device_tensor(void* data, DType dtype, std::vector<int64_t> shape) const;
 
@@ -119,6 +125,7 @@ class Backend {
   std::unique_ptr<MetadataCache> metadata_;
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<Attention> attention_;
+  std::unique_ptr<TensorParallelRows> rows_;
   KernelContext kernel_context_;
   std::vector<std::weak_ptr<Parameter>> parameters_;
   std::map<const char*, std::weak_ptr<Parameter>> by_master_;  // by the master's first byte

@@ -14,6 +14,7 @@ struct DropoutSite {
   int site = 0;
   float p = 0.0f;              // 0: no dropout, nothing is drawn
   int64_t first_sample = 0;    // global index of the microbatch's first sequence
+  int64_t first_row = 0;       // of the rows a kernel is given: its rank's first under sequence parallelism
   int micro_batch = 1;         // b: rows are ordered (position, sample)
   int seq_len = 1;
   int hidden = 1;
@@ -23,8 +24,8 @@ struct DropoutSite {
 
   // Multiplier of element (row, feature): 1/(1-p) when kept, 0 when dropped.
   PTDP_HD float factor(int64_t row, int64_t feature) const {
-    const int64_t position = row / micro_batch;
-    const int64_t sample = first_sample + row % micro_batch;
+    const int64_t position = (first_row + row) / micro_batch;
+    const int64_t sample = first_sample + (first_row + row) % micro_batch;
     const uint64_t element = (static_cast<uint64_t>(sample) * static_cast<uint64_t>(seq_len) +
                               static_cast<uint64_t>(position)) * static_cast<uint64_t>(hidden) +
                              static_cast<uint64_t>(feature);

@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "bias_dropout_add.hpp"
 #include "embedding.hpp"
+#include "ptdp/checked_call_cuda.hpp"
 #include "token_rows.hpp"
 
 namespace ptdp::fused {
@@ -31,48 +33,78 @@ std::vector<ParamRef> FusedEmbedding::parameters() { return {word_->ref(), posit
 
 void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor out, bool save) {
   const ModelSpec& m = backend_->model();
-  const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
+  TensorParallelRows& rows = backend_->rows();
+  const int64_t n = rows.tokens(), local = rows.local_tokens();
   backend_->expect(tokens, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "embedding forward: tokens");
-  backend_->expect(out, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "embedding forward: out");
+  backend_->expect(out, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden},
+                   "embedding forward: out");
   check_token_ids(tokens, m.vocab, "embedding forward: tokens");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernel_context();
 
-  auto ids = allocate_buffer<int32_t>(backend_->arena(), size_t(rows));
-  backend_->upload().copy(ids.get(), tokens.data, size_t(rows) * sizeof(int32_t));
+  auto ids = allocate_buffer<int32_t>(backend_->arena(), size_t(n));
+  backend_->upload().copy(ids.get(), tokens.data, size_t(n) * sizeof(int32_t));
   const DropoutSite dropout = backend_->dropout_site(mb, 0);
   act_t* y = out.as<act_t>();
   if (backend_->tp_size() == 1) {
-    embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, position_->master(), y, rows, m.hidden,
+    embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, position_->master(), y, n, m.hidden,
                       m.micro_batch, dropout, k);
   } else {
-    // Position and dropout come after the sum over the group, so that they are applied once.
-    embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, nullptr, y, rows, m.hidden,
+    // Position and dropout come after the sum over the group, so that they are applied once; under
+    // sequence parallelism the sum is reduce-scattered (the vocab-parallel lookup is a row-parallel
+    // output) and they are applied to this rank's rows, from its first position on.
+    DeviceBuffer<act_t> partial, summed;
+    act_t* lookup = rows.sequence_parallel() ? (partial = allocate_buffer<act_t>(backend_->arena(), size_t(n * m.hidden))).get() : y;
+    embedding_forward(ids.get(), word_->master(), vocab_begin_, vocab_rows_, nullptr, lookup, n, m.hidden,
                       m.micro_batch, dropout, k);
-    backend_->all_reduce(y, kActDType, rows * m.hidden);
-    embedding_add_position(y, position_->master(), rows, m.hidden, m.micro_batch, dropout, k);
+    const act_t* sum = rows.row_parallel_output(lookup, summed, m.hidden);
+    if (sum != y)
+      PTDP_CALL(cudaMemcpyAsync(y, sum, size_t(local * m.hidden) * sizeof(act_t), cudaMemcpyDeviceToDevice,
+                                backend_->stream()));
+    embedding_add_position(y, position_->master() + rows.first_position() * m.hidden, local, m.hidden, m.micro_batch,
+                           dropout, k);
   }
 
   if (save) {
     const int32_t* ids_on_host = tokens.as<const int32_t>();
-    saved_.put(mb.slot, Saved{std::vector<int32_t>(ids_on_host, ids_on_host + rows)});
+    saved_.put(mb.slot, Saved{std::vector<int32_t>(ids_on_host, ids_on_host + n)});
   }
 }
 
 void FusedEmbedding::backward(const MicroBatch& mb, const Tensor& dout) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(dout, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden},
+  TensorParallelRows& rows = backend_->rows();
+  backend_->expect(dout, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden},
                    "embedding backward: dout");
   const Saved s = saved_.take(mb.slot);
   backend_->activate();
-  const int64_t rows = int64_t(m.seq_len) * m.micro_batch;
-  const TokenRows grouped = group_rows_by_token(s.tokens.data(), rows, vocab_begin_, vocab_rows_);
+  const KernelContext& k = backend_->kernel_context();
+  const int64_t n = rows.tokens(), local = rows.local_tokens();
+  const TokenRows grouped = group_rows_by_token(s.tokens.data(), n, vocab_begin_, vocab_rows_);
   auto token_rows = allocate_buffer<int32_t>(backend_->arena(), grouped.packed.size());
   backend_->upload().copy(token_rows.get(), grouped.packed.data(), grouped.packed.size() * sizeof(int32_t));
-  embedding_backward(dout.as<const act_t>(), rows, m.hidden, m.micro_batch, backend_->dropout_site(mb, 0),
-                     position_->grad(), view_token_rows(token_rows.get(), grouped.unique), word_->grad(),
-                     backend_->kernel_context());
+  const DropoutSite dropout = backend_->dropout_site(mb, 0);
+  if (!rows.sequence_parallel()) {
+    embedding_backward(dout.as<const act_t>(), n, m.hidden, m.micro_batch, dropout, position_->grad(),
+                       view_token_rows(token_rows.get(), grouped.unique), word_->grad(), k);
+    return;
+  }
+  // This rank's rows: their dropout's gradient and their positions' share of the position
+  // gradient; then the word embedding's, which every rank's vocabulary shard takes from all rows.
+  DeviceBuffer<act_t> local_grad, whole;
+  const act_t* g = dout.as<const act_t>();
+  if (dropout.active()) {
+    local_grad = allocate_buffer<act_t>(backend_->arena(), size_t(local * m.hidden));
+    bias_dropout_add_backward(g, local_grad.get(), nullptr, local, m.hidden, dropout, k);
+    g = local_grad.get();
+  }
+  DropoutSite none = dropout;
+  none.p = 0.0f;
+  embedding_backward(g, local, m.hidden, m.micro_batch, none, position_->grad() + rows.first_position() * m.hidden,
+                     TokenRowsView{}, nullptr, k);
+  embedding_backward(rows.row_parallel_output_grad(g, whole, m.hidden), n, m.hidden, m.micro_batch, none, nullptr,
+                     view_token_rows(token_rows.get(), grouped.unique), word_->grad(), k);
 }
 
 void FusedEmbedding::release(int slot) { saved_.release(slot); }

@@ -12,9 +12,9 @@ namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
 
 struct FusedHead::Activations {
-  DeviceBuffer<act_t> x;        // head input         [tokens, h]
-  DeviceBuffer<act_t> xn;       // final LayerNorm    [tokens, h]
-  DeviceBuffer<float> ln_stats; // mean | rstd        [2, tokens]
+  DeviceBuffer<act_t> x;        // head input         [local tokens, h]
+  DeviceBuffer<act_t> xn;       // final LayerNorm    [tokens, h], gathered under sequence parallelism
+  DeviceBuffer<float> ln_stats; // mean | rstd        [2, local tokens]
   DeviceBuffer<act_t> logits;   // this rank's vocabulary columns [tokens, V/t]; backward overwrites
   DeviceBuffer<int32_t> targets;
   DeviceBuffer<float> ce_stats; // group max | sum exp | target logit [3, tokens]
@@ -47,7 +47,8 @@ std::vector<ParamRef> FusedHead::parameters() {
 
 void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& targets, Tensor loss, bool save) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(in, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head forward: in");
+  TensorParallelRows& rows = backend_->rows();
+  backend_->expect(in, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden}, "head forward: in");
   backend_->expect(targets, DType::I32, MemoryKind::Host, {m.seq_len, m.micro_batch}, "head forward: targets");
   backend_->expect(loss, DType::F32, MemoryKind::Cuda, {1}, "head forward: loss");
   check_token_ids(targets, m.vocab, "head forward: targets");
@@ -55,22 +56,26 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
   backend_->activate();
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
 
   auto a = std::make_shared<Activations>();
   // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
   // copy as it reads it.
   const act_t* x = in.as<const act_t>();
-  if (save) a->x = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  a->xn = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  a->ln_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
+  if (save) a->x = allocate_buffer<act_t>(arena, size_t(local * h));
+  DeviceBuffer<act_t> xn_rows = allocate_buffer<act_t>(arena, size_t(local * h));
+  a->ln_stats = allocate_buffer<float>(arena, size_t(2 * local));
   a->logits = allocate_buffer<act_t>(arena, size_t(tokens * vocab_rows_));
   a->targets = allocate_buffer<int32_t>(arena, size_t(tokens));
   a->ce_stats = allocate_buffer<float>(arena, size_t(3 * tokens));
   backend_->upload().copy(a->targets.get(), targets.data, size_t(tokens) * sizeof(int32_t));
 
-  layer_norm_forward(x, ln_weight_->master(), ln_bias_->master(), a->xn.get(), a->ln_stats.get(),
-                     a->ln_stats.get() + tokens, tokens, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
+  layer_norm_forward(x, ln_weight_->master(), ln_bias_->master(), xn_rows.get(), a->ln_stats.get(),
+                     a->ln_stats.get() + local, local, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
+  // The logits' GEMM is column-parallel over the vocabulary: all rows, gathered under sequence
+  // parallelism.
+  if (rows.sequence_parallel()) rows.column_parallel_input(xn_rows.get(), a->xn, h);
+  else a->xn = std::move(xn_rows);
   backend_->gemm().linear_forward(a->xn.get(), word_->working(), nullptr, a->logits.get(), tokens, h, vocab_rows_);
   float* stats = a->ce_stats.get();
   a->logits_hold_gradient = save && backend_->tp_size() == 1 && backend_->options().one_pass_cross_entropy;
@@ -97,12 +102,13 @@ void FusedHead::forward(const MicroBatch& mb, const Tensor& in, const Tensor& ta
 
 void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(din, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head backward: din");
+  TensorParallelRows& rows = backend_->rows();
+  backend_->expect(din, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden}, "head backward: din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernel_context();
   Gemm& gemm = backend_->gemm();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
 
   act_t* dlogits = a->logits.get();
   float gemm_scale = loss_scale;
@@ -114,26 +120,30 @@ void FusedHead::backward(const MicroBatch& mb, float loss_scale, Tensor din) {
   gemm.linear_backward_weight(dlogits, a->xn.get(), word_->grad(), tokens, h, vocab_rows_, nullptr, gemm_scale);
   auto d_xn = allocate_buffer<act_t>(backend_->arena(), size_t(tokens * h));
   gemm.linear_backward_input(dlogits, word_->working(), d_xn.get(), tokens, h, vocab_rows_, gemm_scale);
-  backend_->all_reduce(d_xn.get(), kActDType, tokens * h);
-  layer_norm_backward(d_xn.get(), a->x.get(), ln_weight_->master(), a->ln_stats.get(), a->ln_stats.get() + tokens,
-                      nullptr, din.as<act_t>(), ln_weight_->grad(), ln_bias_->grad(), tokens, h, k);
+  DeviceBuffer<act_t> d_xn_rows;
+  const act_t* d_rows = rows.column_parallel_input_grad(d_xn.get(), d_xn_rows, h);
+  layer_norm_backward(d_rows, a->x.get(), ln_weight_->master(), a->ln_stats.get(), a->ln_stats.get() + local, nullptr,
+                      din.as<act_t>(), ln_weight_->grad(), ln_bias_->grad(), local, h, k);
 }
 
 void FusedHead::release(int slot) { saved_.release(slot); }
 
 void FusedHead::logits(const MicroBatch&, const Tensor& in, Tensor logits) {
   const ModelSpec& m = backend_->model();
-  backend_->expect(in, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, "head logits: in");
+  TensorParallelRows& rows = backend_->rows();
+  backend_->expect(in, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden}, "head logits: in");
   backend_->expect(logits, DType::F32, MemoryKind::Cuda, {m.seq_len, m.micro_batch, vocab_rows_}, "head logits: logits");
   backend_->activate();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
-  auto xn = allocate_buffer<act_t>(backend_->arena(), size_t(tokens * h));
-  auto stats = allocate_buffer<float>(backend_->arena(), size_t(2 * tokens));
-  layer_norm_forward(in.as<const act_t>(), ln_weight_->master(), ln_bias_->master(), xn.get(), stats.get(),
-                     stats.get() + tokens, tokens, h, m.layernorm_eps, backend_->kernel_context());
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
+  auto xn_rows = allocate_buffer<act_t>(backend_->arena(), size_t(local * h));
+  auto stats = allocate_buffer<float>(backend_->arena(), size_t(2 * local));
+  layer_norm_forward(in.as<const act_t>(), ln_weight_->master(), ln_bias_->master(), xn_rows.get(), stats.get(),
+                     stats.get() + local, local, h, m.layernorm_eps, backend_->kernel_context());
+  DeviceBuffer<act_t> gathered;
+  const act_t* xn = rows.column_parallel_input(xn_rows.get(), gathered, h);
   // fp32 straight from the GEMM's accumulator: sampling compares logits, bf16 would tie many.
   // Column-major: logits^T[V/t, tokens] = word(h x V/t as stored)^T * xn^T(h x tokens).
-  backend_->gemm().matmul(true, false, vocab_rows_, tokens, h, word_->working(), h, xn.get(), h, logits.as<float>(),
+  backend_->gemm().matmul(true, false, vocab_rows_, tokens, h, word_->working(), h, xn, h, logits.as<float>(),
                           CUDA_R_32F, vocab_rows_, 0.0f);
 }
 

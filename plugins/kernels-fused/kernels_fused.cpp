@@ -65,8 +65,9 @@ std::string check_model(const KernelsBinding& b) {
              std::to_string(m.hidden) + "), hidden / t (" + std::to_string(width) + ") and ffn_hidden / t (" +
              std::to_string(ffn) + ") to be multiples of 16";
   }
-  // activation_memory_features() declares selective recomputation only.
-  if (b.sequence_parallel) return "sequence parallelism is not implemented here (it declares selective recomputation only)";
+  if (b.sequence_parallel && b.model.seq_len % b.tp_size != 0)
+    return "sequence parallelism needs seq_len (" + std::to_string(b.model.seq_len) +
+           ") to be a multiple of the tensor-parallel size " + std::to_string(b.tp_size);
   return "";
 }
 
@@ -127,7 +128,8 @@ void KernelsFused::bind(const KernelsBinding& binding) {
                                  (options_.one_pass_cross_entropy ? "on" : "off") +
                                  ", first backward writes the weight gradients " +
                                  (options_.first_backward_writes_gradients ? "on" : "off") + ", tensor-parallel rank " +
-                                 std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size));
+                                 std::to_string(binding.tp_rank) + " of " + std::to_string(binding.tp_size) +
+                                 (backend_->rows().sequence_parallel() ? ", sequence-parallel" : ""));
 }
 
 uint32_t KernelsFused::precisions() const {
@@ -148,7 +150,7 @@ uint32_t KernelsFused::precisions() const {
 }
 
 uint32_t KernelsFused::activation_memory_features() const {
-  return feature_bit(ActivationMemoryFeature::SelectiveRecompute);
+  return feature_bit(ActivationMemoryFeature::SequenceParallel) | feature_bit(ActivationMemoryFeature::SelectiveRecompute);
 }
 
 int KernelsFused::device_count() const {

@@ -94,30 +94,34 @@ std::vector<ParamRef> FusedTransformerBlock::parameters() {
 void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) {
   const ModelSpec& m = backend_->model();
   const std::string where = "block " + std::to_string(layer_) + " forward: ";
-  backend_->expect(in, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "in");
-  backend_->expect(out, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "out");
+  TensorParallelRows& rows = backend_->rows();
+  backend_->expect(in, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden}, where + "in");
+  backend_->expect(out, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden}, where + "out");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  // The GEMMs and attention work on all `tokens` rows; LayerNorm, dropout and the residual adds on
+  // this rank's `local` rows (all of them unless under sequence parallelism).
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
 
   auto a = std::make_shared<Activations>();
   // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
   // copy as it reads it. Until `out` is written, the block reads `in` itself.
   const act_t* x = in.as<const act_t>();
-  if (save) a->x = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  a->ln1 = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  a->ln1_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
+  if (save) a->x = allocate_buffer<act_t>(arena, size_t(local * h));
+  a->ln1 = allocate_buffer<act_t>(arena, size_t(local * h));
+  a->ln1_stats = allocate_buffer<float>(arena, size_t(2 * local));
   a->qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   a->ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
-  a->h = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  a->ln2 = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  a->ln2_stats = allocate_buffer<float>(arena, size_t(2 * tokens));
+  a->h = allocate_buffer<act_t>(arena, size_t(local * h));
+  a->ln2 = allocate_buffer<act_t>(arena, size_t(local * h));
+  a->ln2_stats = allocate_buffer<float>(arena, size_t(2 * local));
   a->fc1 = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
   const bool gelu_in_fp8_cast = fp8_ && fp8_->scales_given();
   if (!gelu_in_fp8_cast) a->act = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
   auto partial = allocate_buffer<act_t>(arena, size_t(tokens * h));  // row-parallel GEMM outputs
+  DeviceBuffer<act_t> gathered, summed;  // under sequence parallelism: a GEMM's input, a sum's rows
   if (fp8_) {
     a->input_scale_inv = allocate_buffer<float>(arena, size_t(kScaleStride) * kFp8BlockLinears);
     Parameter* const weights[kFp8BlockLinears] = {qkv_weight_.get(), proj_weight_.get(), fc1_weight_.get(),
@@ -127,27 +131,30 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
 
   // Attention half.
   layer_norm_forward(x, ln1_weight_->master(), ln1_bias_->master(), a->ln1.get(), a->ln1_stats.get(),
-                     a->ln1_stats.get() + tokens, tokens, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
-  linear_forward(kQkv, a->ln1.get(), false, *qkv_weight_, bias_epilogue(qkv_bias_->working()), a->qkv.get(), h,
-                 3 * width_, mb, *a, save);
+                     a->ln1_stats.get() + local, local, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
+  linear_forward(kQkv, rows.column_parallel_input(a->ln1.get(), gathered, h), false, *qkv_weight_,
+                 bias_epilogue(qkv_bias_->working()), a->qkv.get(), h, 3 * width_, mb, *a, save);
+  gathered = {};
   a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
   linear_forward(kProj, a->ctx.get(), true, *proj_weight_, {}, partial.get(), width_, h, mb, *a, save);
-  backend_->all_reduce(partial.get(), kActDType, tokens * h);
+  const act_t* attention_out = rows.row_parallel_output(partial.get(), summed, h);
   const DropoutSite attention_dropout = backend_->dropout_site(mb, 1 + 2 * layer_);
   if (backend_->options().fused_residual_layer_norm) {
     // The MLP half's LayerNorm too, in the same kernel.
-    bias_dropout_add_layer_norm_forward(partial.get(), proj_bias_->master(), x, a->h.get(), ln2_weight_->master(),
+    bias_dropout_add_layer_norm_forward(attention_out, proj_bias_->master(), x, a->h.get(), ln2_weight_->master(),
                                         ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
-                                        a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, attention_dropout, k);
+                                        a->ln2_stats.get() + local, local, h, m.layernorm_eps, attention_dropout, k);
   } else {
-    bias_dropout_add_forward(partial.get(), proj_bias_->master(), x, a->h.get(), tokens, h, attention_dropout, k);
+    bias_dropout_add_forward(attention_out, proj_bias_->master(), x, a->h.get(), local, h, attention_dropout, k);
     layer_norm_forward(a->h.get(), ln2_weight_->master(), ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
-                       a->ln2_stats.get() + tokens, tokens, h, m.layernorm_eps, k);
+                       a->ln2_stats.get() + local, local, h, m.layernorm_eps, k);
   }
+  summed = {};
+  const act_t* fc1_in = rows.column_parallel_input(a->ln2.get(), gathered, h);
 
   // MLP half. `out` is written last, so it may be the same memory as `in`.
   if (gelu_in_fp8_cast) {
-    linear_forward(kFc1, a->ln2.get(), false, *fc1_weight_, {}, a->fc1.get(), h, ffn_, mb, *a, save);
+    linear_forward(kFc1, fc1_in, false, *fc1_weight_, {}, a->fc1.get(), h, ffn_, mb, *a, save);
     auto x8 = allocate_buffer<fp8>(arena, size_t(tokens * ffn_));
     if (save) a->input_t[kFc2] = allocate_buffer<fp8>(arena, size_t(tokens * ffn_));
     fp8_->cast_gelu(kFc2, Fp8Operand::Input, Fp8GeluSource{a->fc1.get(), fc1_bias_->master(), nullptr}, tokens, ffn_,
@@ -160,15 +167,15 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
     gelu.kind = GemmEpilogue::Kind::GeluAuxBias;
     gelu.bias = fc1_bias_->working();
     gelu.aux = a->fc1.get();
-    linear_forward(kFc1, a->ln2.get(), false, *fc1_weight_, gelu, a->act.get(), h, ffn_, mb, *a, save);
+    linear_forward(kFc1, fc1_in, false, *fc1_weight_, gelu, a->act.get(), h, ffn_, mb, *a, save);
   } else {
-    linear_forward(kFc1, a->ln2.get(), false, *fc1_weight_, {}, a->fc1.get(), h, ffn_, mb, *a, save);
+    linear_forward(kFc1, fc1_in, false, *fc1_weight_, {}, a->fc1.get(), h, ffn_, mb, *a, save);
     bias_gelu_forward(a->fc1.get(), fc1_bias_->master(), a->act.get(), tokens, ffn_, k);
   }
+  gathered = {};
   if (!gelu_in_fp8_cast) linear_forward(kFc2, a->act.get(), true, *fc2_weight_, {}, partial.get(), ffn_, h, mb, *a, save);
-  backend_->all_reduce(partial.get(), kActDType, tokens * h);
-  bias_dropout_add_forward(partial.get(), fc2_bias_->master(), a->h.get(), out.as<act_t>(), tokens, h,
-                           backend_->dropout_site(mb, 2 + 2 * layer_), k);
+  bias_dropout_add_forward(rows.row_parallel_output(partial.get(), summed, h), fc2_bias_->master(), a->h.get(),
+                           out.as<act_t>(), local, h, backend_->dropout_site(mb, 2 + 2 * layer_), k);
 
   if (fp8_) a->ln1 = a->ln2 = a->act = {};  // the weight gradients read the FP8 transposes instead
   if (save) {
@@ -191,7 +198,7 @@ void FusedTransformerBlock::recompute_saved(Activations& a) {
   const ModelSpec& m = backend_->model();
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  const int64_t tokens = backend_->rows().tokens(), local = backend_->rows().local_tokens(), h = m.hidden;
   // The same kernels on the same kept inputs give the same bits, except that under the GeLU
   // epilogue the GeLU is the kernel's here and cuBLASLt's in the forward (both the tanh form). In
   // an FP8 block what is made again is the FP8 transpose its weight gradient reads, cast under the
@@ -202,15 +209,16 @@ void FusedTransformerBlock::recompute_saved(Activations& a) {
                a.input_scale_inv.get() + kScaleStride * linear);
   };
   if (backend_->recomputes(RecomputeModule::LayerNorm)) {
-    a.ln1 = allocate_buffer<act_t>(arena, size_t(tokens * h));
-    a.ln2 = allocate_buffer<act_t>(arena, size_t(tokens * h));
-    layer_norm_forward(a.x.get(), ln1_weight_->master(), ln1_bias_->master(), a.ln1.get(), nullptr, nullptr, tokens, h,
+    a.ln1 = allocate_buffer<act_t>(arena, size_t(local * h));
+    a.ln2 = allocate_buffer<act_t>(arena, size_t(local * h));
+    layer_norm_forward(a.x.get(), ln1_weight_->master(), ln1_bias_->master(), a.ln1.get(), nullptr, nullptr, local, h,
                        m.layernorm_eps, k);
-    layer_norm_forward(a.h.get(), ln2_weight_->master(), ln2_bias_->master(), a.ln2.get(), nullptr, nullptr, tokens, h,
+    layer_norm_forward(a.h.get(), ln2_weight_->master(), ln2_bias_->master(), a.ln2.get(), nullptr, nullptr, local, h,
                        m.layernorm_eps, k);
     if (fp8_) {
-      fp8_transpose(kQkv, a.ln1.get(), h, false);
-      fp8_transpose(kFc1, a.ln2.get(), h, false);
+      DeviceBuffer<act_t> gathered;
+      fp8_transpose(kQkv, backend_->rows().column_parallel_input(a.ln1.get(), gathered, h), h, false);
+      fp8_transpose(kFc1, backend_->rows().column_parallel_input(a.ln2.get(), gathered, h), h, false);
       a.ln1 = a.ln2 = {};
     }
   }
@@ -296,17 +304,21 @@ void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const act_t* dy, 
   const ModelSpec& m = backend_->model();
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  TensorParallelRows& rows = backend_->rows();
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
   const bool accumulate = start_gradients(mb);
-  auto d_branch = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  auto d_branch = allocate_buffer<act_t>(arena, size_t(local * h));
+  auto d_h = allocate_buffer<act_t>(arena, size_t(local * h));
   auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  auto d_h = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  DeviceBuffer<act_t> whole, d_ln_local;  // under sequence parallelism (backward's comments)
   auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
 
   // MLP half.
   const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
-  if (mlp.bias_grad) column_sum_accumulate(mlp.grad, tokens, h, mlp.bias_grad, k);
-  fp8_linear_backward(kFc2, mlp.grad, false, *fc2_weight_, d_ffn.get(), ffn_, h, a, accumulate);
+  if (mlp.bias_grad) column_sum_accumulate(mlp.grad, local, h, mlp.bias_grad, k);
+  fp8_linear_backward(kFc2, rows.row_parallel_output_grad(mlp.grad, whole, h), false, *fc2_weight_, d_ffn.get(), ffn_,
+                      h, a, accumulate);
+  whole = {};
   // Under the GeLU epilogue a.fc1 is FC1's output with its bias already added (the aux matrix).
   const float* fc1_bias = gelu_epilogue_ ? nullptr : fc1_bias_->master();
   if (fp8_->scales_given()) {
@@ -319,24 +331,26 @@ void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const act_t* dy, 
     bias_gelu_backward(d_ffn.get(), a.fc1.get(), fc1_bias, d_ffn.get(), fc1_bias_->grad(), tokens, ffn_, k);
     fp8_linear_backward(kFc1, d_ffn.get(), true, *fc1_weight_, d_ln.get(), h, ffn_, a, accumulate);
   }
-  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
-  layer_norm_backward(d_ln.get(), a.h.get(), ln2_weight_->master(), a.ln2_stats.get(), a.ln2_stats.get() + tokens,
-                      dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k, mlp.layer_norm_sum);
-  d_ffn = {};
+  const act_t* d_ln2 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
+  layer_norm_backward(d_ln2, a.h.get(), ln2_weight_->master(), a.ln2_stats.get(), a.ln2_stats.get() + local, dy,
+                      d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), local, h, k, mlp.layer_norm_sum);
+  d_ffn = d_ln_local = {};
 
   // Attention half.
   auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
   auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   const BranchGradient attn =
       branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
-  if (attn.bias_grad) column_sum_accumulate(attn.grad, tokens, h, attn.bias_grad, k);
-  fp8_linear_backward(kProj, attn.grad, false, *proj_weight_, d_ctx.get(), width_, h, a, accumulate);
+  if (attn.bias_grad) column_sum_accumulate(attn.grad, local, h, attn.bias_grad, k);
+  fp8_linear_backward(kProj, rows.row_parallel_output_grad(attn.grad, whole, h), false, *proj_weight_, d_ctx.get(),
+                      width_, h, a, accumulate);
+  whole = {};
   backend_->attention().backward(a.qkv.get(), a.ctx.get(), d_ctx.get(), a.attention.get(), d_qkv.get());
   column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
   fp8_linear_backward(kQkv, d_qkv.get(), true, *qkv_weight_, d_ln.get(), h, 3 * width_, a, accumulate);
-  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
-  layer_norm_backward(d_ln.get(), a.x.get(), ln1_weight_->master(), a.ln1_stats.get(), a.ln1_stats.get() + tokens,
-                      d_h.get(), din, ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k, attn.layer_norm_sum);
+  const act_t* d_ln1 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
+  layer_norm_backward(d_ln1, a.x.get(), ln1_weight_->master(), a.ln1_stats.get(), a.ln1_stats.get() + local, d_h.get(),
+                      din, ln1_weight_->grad(), ln1_bias_->grad(), local, h, k, attn.layer_norm_sum);
 }
 
 void FusedTransformerBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
@@ -350,8 +364,9 @@ void FusedTransformerBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
 void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   const ModelSpec& m = backend_->model();
   const std::string where = "block " + std::to_string(layer_) + " backward: ";
-  backend_->expect(dout, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "dout");
-  backend_->expect(din, kActDType, MemoryKind::Cuda, {m.seq_len, m.micro_batch, m.hidden}, where + "din");
+  const int64_t seq = backend_->rows().local_seq();
+  backend_->expect(dout, kActDType, MemoryKind::Cuda, {seq, m.micro_batch, m.hidden}, where + "dout");
+  backend_->expect(din, kActDType, MemoryKind::Cuda, {seq, m.micro_batch, m.hidden}, where + "din");
   std::shared_ptr<Activations> a = saved_.take(mb.slot);
   backend_->activate();
   recompute_saved(*a);
@@ -359,7 +374,8 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   Gemm& gemm = backend_->gemm();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch, h = m.hidden;
+  TensorParallelRows& rows = backend_->rows();
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
   const act_t* dy = dout.as<const act_t>();
 
   const bool accumulate = start_gradients(mb);
@@ -368,55 +384,66 @@ void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, T
     gemm.linear_backward_weight(d_out, input, weight.grad(), tokens, in, out, bias_grad, 1.0f, accumulate);
   };
 
-  auto d_branch = allocate_buffer<act_t>(arena, size_t(tokens * h));  // gradient of a row-parallel output
-  auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));     // gradient of a LayerNorm output
-  auto d_h = allocate_buffer<act_t>(arena, size_t(tokens * h));
+  // Gradients of this rank's rows (all rows unless under sequence parallelism): of a row-parallel
+  // output, of a LayerNorm output, of the attention half's output. `whole` holds one gathered to
+  // all rows, `input` a LayerNorm output gathered again for a weight gradient.
+  auto d_branch = allocate_buffer<act_t>(arena, size_t(local * h));
+  auto d_h = allocate_buffer<act_t>(arena, size_t(local * h));
+  auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));  // a column-parallel GEMM's input gradient
+  DeviceBuffer<act_t> whole, input, d_ln_local;
   auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
 
   // MLP half: out = h + dropout(fc2(act) + b2).
   const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
-  weight_gradient(mlp.grad, a->act.get(), *fc2_weight_, ffn_, h, mlp.bias_grad);
+  const act_t* mlp_grad = rows.row_parallel_output_grad(mlp.grad, whole, h);
+  weight_gradient(mlp_grad, a->act.get(), *fc2_weight_, ffn_, h, mlp.bias_grad);
+  const act_t* ln2 = rows.column_parallel_input(a->ln2.get(), input, h);
   if (gelu_epilogue_) {
     // FC1's bias gradient is the column sums of d_ffn: FC1's weight-gradient GEMM sums them in its
     // epilogue, or a column-sum kernel does.
-    gemm.linear_backward_input_dgelu(mlp.grad, fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens, ffn_, h);
+    gemm.linear_backward_input_dgelu(mlp_grad, fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens, ffn_, h);
     if (backend_->options().bias_grad_epilogue) {
-      weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_, fc1_bias_->grad());
+      weight_gradient(d_ffn.get(), ln2, *fc1_weight_, h, ffn_, fc1_bias_->grad());
     } else {
       column_sum_accumulate(d_ffn.get(), tokens, ffn_, fc1_bias_->grad(), k);
-      weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_);
+      weight_gradient(d_ffn.get(), ln2, *fc1_weight_, h, ffn_);
     }
   } else {
-    gemm.linear_backward_input(mlp.grad, fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
+    gemm.linear_backward_input(mlp_grad, fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
     bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_,
                        k);
-    weight_gradient(d_ffn.get(), a->ln2.get(), *fc1_weight_, h, ffn_);
+    weight_gradient(d_ffn.get(), ln2, *fc1_weight_, h, ffn_);
   }
+  whole = input = {};
   gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
-  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
-  layer_norm_backward(d_ln.get(), a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + tokens,
-                      dy, d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), tokens, h, k, mlp.layer_norm_sum);
-  d_ffn = {};
+  const act_t* d_ln2 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
+  layer_norm_backward(d_ln2, a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + local, dy,
+                      d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), local, h, k, mlp.layer_norm_sum);
+  d_ffn = d_ln_local = {};
 
   // Attention half: h = x + dropout(proj(ctx) + b).
   auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
   auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   const BranchGradient attn =
       branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
-  weight_gradient(attn.grad, a->ctx.get(), *proj_weight_, width_, h, attn.bias_grad);
-  gemm.linear_backward_input(attn.grad, proj_weight_->working(), d_ctx.get(), tokens, width_, h);
+  const act_t* attn_grad = rows.row_parallel_output_grad(attn.grad, whole, h);
+  weight_gradient(attn_grad, a->ctx.get(), *proj_weight_, width_, h, attn.bias_grad);
+  gemm.linear_backward_input(attn_grad, proj_weight_->working(), d_ctx.get(), tokens, width_, h);
+  whole = {};
   backend_->attention().backward(a->qkv.get(), a->ctx.get(), d_ctx.get(), a->attention.get(), d_qkv.get());
+  const act_t* ln1 = rows.column_parallel_input(a->ln1.get(), input, h);
   if (backend_->options().bias_grad_epilogue) {
-    weight_gradient(d_qkv.get(), a->ln1.get(), *qkv_weight_, h, 3 * width_, qkv_bias_->grad());
+    weight_gradient(d_qkv.get(), ln1, *qkv_weight_, h, 3 * width_, qkv_bias_->grad());
   } else {
     column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
-    weight_gradient(d_qkv.get(), a->ln1.get(), *qkv_weight_, h, 3 * width_);
+    weight_gradient(d_qkv.get(), ln1, *qkv_weight_, h, 3 * width_);
   }
+  input = {};
   gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
-  backend_->all_reduce(d_ln.get(), kActDType, tokens * h);
+  const act_t* d_ln1 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
   // din is written last, so it may be the same memory as dout.
-  layer_norm_backward(d_ln.get(), a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + tokens,
-                      d_h.get(), din.as<act_t>(), ln1_weight_->grad(), ln1_bias_->grad(), tokens, h, k,
+  layer_norm_backward(d_ln1, a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + local,
+                      d_h.get(), din.as<act_t>(), ln1_weight_->grad(), ln1_bias_->grad(), local, h, k,
                       attn.layer_norm_sum);
 }
 
@@ -454,17 +481,19 @@ FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(con
                                                                             Parameter& bias,
                                                                             const DropoutSite& dropout) {
   const ModelSpec& m = backend_->model();
-  const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
+  const TensorParallelRows& rows = backend_->rows();
+  const int64_t local = rows.local_tokens();
   const KernelContext& k = backend_->kernel_context();
   if (dropout.active()) {
-    bias_dropout_add_backward(dout, scratch, bias.grad(), tokens, m.hidden, dropout, k);
+    bias_dropout_add_backward(dout, scratch, bias.grad(), local, m.hidden, dropout, k);
     return {scratch, nullptr, nullptr};
   }
   // Without dropout the branch's gradient is dout itself: nothing to copy, and its column sums
-  // are the bias gradient.
+  // are the bias gradient. Under sequence parallelism they are this rank's rows' sums, which the
+  // weight-gradient GEMM, reading all rows, cannot give.
   if (backend_->options().layer_norm_bias_grads) return {dout, nullptr, bias.grad()};
-  if (backend_->options().bias_grad_epilogue) return {dout, bias.grad(), nullptr};
-  column_sum_accumulate(dout, tokens, m.hidden, bias.grad(), k);
+  if (backend_->options().bias_grad_epilogue && !rows.sequence_parallel()) return {dout, bias.grad(), nullptr};
+  column_sum_accumulate(dout, local, m.hidden, bias.grad(), k);
   return {dout, nullptr, nullptr};
 }
 
