@@ -60,16 +60,23 @@ std::vector<PlanLayout> allowed_layouts(const PlanRequest& r, int max_micro_batc
         for (int v = 1; v <= r.model.layers / p; ++v) {
           // Recomputation, the optimizer and scatter/gather change no rule: check the rest once.
           if (layout_problem(r, {p, t, d, b, v, false, false, false})) continue;
-          // No recomputation, the paper's selective one (core_attention) or full; sequence
-          // parallelism wherever there is a tensor group to split the sequence over.
-          const uint32_t selective = module_bit(RecomputeModule::CoreAttention);
-          for (uint32_t recompute : {0u, 1u, 2u})
+          // No recomputation; the paper's selective one (core_attention), or every module (what
+          // selective recomputation saves under flash attention, which keeps no scores); full.
+          // Sequence parallelism wherever there is a tensor group to split the sequence over.
+          uint32_t every_module = 0;
+          for (const auto& module : kRecomputeModules) every_module |= module_bit(module.module);
+          struct Recompute {
+            bool full;
+            uint32_t modules;
+          };
+          for (const Recompute recompute : {Recompute{false, 0}, Recompute{false, module_bit(RecomputeModule::CoreAttention)},
+                                            Recompute{false, every_module}, Recompute{true, 0}})
             for (bool sp : {false, true})
               for (bool sharded : {false, true})
                 for (bool sg : {false, true}) {
                   if ((sharded && d == 1) || (sg && (p == 1 || t == 1))) continue;  // nothing to shard or scatter
                   if (sp && (t == 1 || r.model.seq_len % t != 0)) continue;      // no sequence to split
-                  layouts.push_back({p, t, d, b, v, recompute == 2, sharded, sg, sp, recompute == 1 ? selective : 0});
+                  layouts.push_back({p, t, d, b, v, recompute.full, sharded, sg, sp, recompute.modules});
                 }
         }
     }

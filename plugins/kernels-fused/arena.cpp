@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "ptdp/checked_call_cuda.hpp"
@@ -59,6 +60,7 @@ std::shared_ptr<void> DeviceArena::allocate(size_t bytes) {
       }
     }
     in_use_ += size;
+    peak_in_use_ = std::max(peak_in_use_, in_use_);
   }
   auto self = shared_from_this();
   return std::shared_ptr<void>(block, [self, size](void* p) { self->release(p, size); });
@@ -87,6 +89,16 @@ void DeviceArena::release_cached() {
 size_t DeviceArena::bytes_in_use() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return in_use_;
+}
+
+size_t DeviceArena::peak_bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_in_use_;
+}
+
+void DeviceArena::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  peak_in_use_ = in_use_;
 }
 
 size_t DeviceArena::bytes_cached() const {

@@ -32,6 +32,9 @@ class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
 
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
+  // The most bytes in use at once since the arena was made or reset_peak() was last called.
+  size_t peak_bytes_in_use() const;
+  void reset_peak();
 
   static size_t size_class(size_t bytes);
 
@@ -45,6 +48,7 @@ class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t in_use_ = 0;
+  size_t peak_in_use_ = 0;
   size_t cached_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "backend.hpp"
 
+#include <cstdio>
+
 #include "attention_unfused.hpp"
 #include "flash_attention.hpp"
 #include "ptdp/checked_call_cuda.hpp"
@@ -73,6 +75,26 @@ Backend::~Backend() {
 }
 
 void Backend::activate() const { PTDP_CALL(cudaSetDevice(device_)); }
+
+void Backend::note_layer_forward() {
+  if (forward_seen_) return;
+  forward_seen_ = true;
+  before_forward_ = arena_->bytes_in_use();
+  arena_->reset_peak();
+}
+
+std::string Backend::memory_report() const {
+  if (!forward_seen_) return "";
+  const double gib = double(size_t(1) << 30), before = double(before_forward_) / gib;
+  const double peak = double(arena_->peak_bytes_in_use()) / gib;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "kernels-fused: device %d memory through its allocator: %.2f GiB before the first forward "
+                "(parameters, gradients, optimizer state, buffers), peak %.2f GiB: activations and workspace at "
+                "most %.2f GiB",
+                device_, before, peak, peak - before);
+  return line;
+}
 
 void Backend::all_reduce(void* data, DType dtype, int64_t count, ReduceOp op) {
   if (tp_size_ == 1 || count == 0) return;

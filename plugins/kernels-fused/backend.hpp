@@ -83,6 +83,13 @@ class Backend {
   // Makes this backend's device current for the calling thread.
   void activate() const;
 
+  // Called by every layer's forward: the first call notes what the arena holds before any
+  // activation (parameters, gradients, optimizer state, the core's buffers) and starts its peak
+  // from there, so that memory_report() can tell the activations' share.
+  void note_layer_forward();
+  // One line: the arena's bytes before the first forward and its peak since.
+  std::string memory_report() const;
+
   // Sum (or max) over the tensor-parallel group, in place on the stream; nothing when it is one rank.
   void all_reduce(void* data, DType dtype, int64_t count, ReduceOp op = ReduceOp::Sum);
 
@@ -111,6 +118,8 @@ class Backend {
  private:
   ModelSpec model_;
   uint32_t recompute_modules_ = 0;
+  bool forward_seen_ = false;
+  size_t before_forward_ = 0;
   Fp8Recipe fp8_;
   BackendOptions options_;
   PluginLog log_;

@@ -41,6 +41,7 @@ void FusedEmbedding::forward(const MicroBatch& mb, const Tensor& tokens, Tensor 
   check_token_ids(tokens, m.vocab, "embedding forward: tokens");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
+  backend_->note_layer_forward();
   const KernelContext& k = backend_->kernel_context();
 
   auto ids = allocate_buffer<int32_t>(backend_->arena(), size_t(n));

@@ -96,6 +96,12 @@ KernelsFused::KernelsFused(const PluginContext& context) : log_(context) {
 }
 
 KernelsFused::~KernelsFused() {
+  // What the run's layers took of the device, for the log (docs/memory.md compares it with the
+  // planner's activation memory).
+  if (backend_) {
+    const std::string memory = backend_->memory_report();
+    if (!memory.empty()) log_.write(LogLevel::Info, memory);
+  }
   // The backend goes now unless a layer still holds it; either way its teardown failures reach the
   // host's log only while this object lives.
   backend_.reset();

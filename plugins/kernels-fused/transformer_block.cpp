@@ -99,6 +99,7 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   backend_->expect(out, kActDType, MemoryKind::Cuda, {rows.local_seq(), m.micro_batch, m.hidden}, where + "out");
   if (save) saved_.require_free(mb.slot);
   backend_->activate();
+  backend_->note_layer_forward();
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   // The GEMMs and attention work on all `tokens` rows; LayerNorm, dropout and the residual adds on
@@ -189,7 +190,8 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
       a->act = {};
       a->input_t[kFc2] = {};
     }
-    if (backend_->recomputes(RecomputeModule::CoreAttention)) a->ctx = {}, a->attention = {};
+    // The attention's output stays: it is the projection's input, which Megatron keeps too.
+    if (backend_->recomputes(RecomputeModule::CoreAttention)) a->attention = {};
     saved_.put(mb.slot, std::move(a));
   }
 }
@@ -237,10 +239,9 @@ void FusedTransformerBlock::recompute_saved(Activations& a) {
       }
     }
   }
-  if (backend_->recomputes(RecomputeModule::CoreAttention)) {
-    a.ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
+  // The forward again, for its state; it writes the kept output's bits again.
+  if (backend_->recomputes(RecomputeModule::CoreAttention))
     a.attention = backend_->attention().forward(a.qkv.get(), a.ctx.get(), true);
-  }
 }
 
 void FusedTransformerBlock::linear_forward(int k, const act_t* x, bool x_sharded, Parameter& weight,

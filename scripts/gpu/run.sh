@@ -45,6 +45,9 @@
 #   fp8-memory  peak device memory of the 1.3B step in bf16 and in FP8 (both recipes); then the
 #            largest of the `largest` scan's shapes that trains in FP8 (delayed, micro-batch 1, no
 #            recomputation), and bf16 against FP8 on it (ptdp-host ab)
+#   activation-memory  the 1.3B model at t 2 and 4 (ranks sharing the GPU), sequence parallelism and
+#            selective recomputation off and on: each rank's activations from kernels-fused's
+#            allocator against docs/memory.md's formula
 #   fp16     precision.params = "fp16": 20 steps of a small GPT on the GPU (one rank, and t 2 over
 #            comm-ucx) against kernels-ref's fp16 emulation on the CPU; the 1.3B model's peak memory
 #            and step, bf16 against fp16 (ptdp-host ab)
@@ -261,6 +264,33 @@ fp16)
     --arm bf16 --arm fp16 --set 'precision.params="fp16"' > "$OUT/ab-fp16.log" 2>&1
   row "ab: bf16 against fp16, 1.3B b=4" "exit $?"
   ab_report ab-fp16
+  pack_logs
+  ;;
+activation-memory)
+  # The 1.3B model at t 2 and t 4 (ranks sharing the GPU over comm-ucx), sequence parallelism off
+  # and on, selective recomputation of the LayerNorms and the GeLU off and on (core_attention
+  # saves only flash attention's statistics): each rank's activations from kernels-fused's
+  # allocator (its end-of-run line), beside docs/memory.md's formula without the attention scores.
+  for t in 2 4; do for sp in false true; do for sel in none selective; do
+    name="activations-t$t-sp-$sp-$sel"
+    args=(--nproc $t --set parallel.tensor=$t --set launch.ranks_per_gpu=$t --set 'plugins.communicator="comm-ucx"'
+          --set parallel.sequence_parallel=$sp --set run.steps=3 --set run.log_every=3)
+    [ $sel = selective ] && args+=(--set 'parallel.recompute="selective"' --set 'parallel.recompute_modules=["layernorm","mlp_activation"]')
+    RUN_LIMIT_S=240 timed_run "$name" examples/gpt-1gpu.toml "${args[@]}"
+    row "1.3B t=$t sp=$sp $sel" "$(python3 - "$OUT/$name.log" "$t" "$sp" "$sel" <<'PY'
+import re, sys
+log, t, sp, sel = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "true", sys.argv[4]
+found = [float(x) for x in re.findall(r"activations and workspace at most ([0-9.]+) GiB", open(log, errors="replace").read())]
+s, b, h, l = 2048, 4, 2048, 24
+# Bytes per layer in units of s*b*h (docs/memory.md), flash attention: no 5*a*s/h term.
+per = 34 / t if sp else 10 + 24 / t
+if sel == "selective": per -= (4 / t if sp else 4) + 8 / t
+predicted = per * s * b * h * l / 2**30
+if not found: print(f"no allocator line (predicted {predicted:.2f} GiB)")
+else: print(f"{max(found):.2f} GiB a rank at most ({len(found)} ranks; predicted {predicted:.2f} GiB for the layers, {max(found) / predicted:.2f}x)")
+PY
+)"
+  done; done; done
   pack_logs
   ;;
 fp8-memory)
