@@ -35,13 +35,14 @@ std::string host_name() {
 
 }  // namespace
 
-RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, const Device& device) {
+RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, const Device& device,
+                          const std::vector<int>& peak_activations) {
   RunHeader header;
   header.ptdp_version = version();
   header.manifest = config.source;
   header.manifest_hash = manifest_hash(config.source);
   header.settings = run_config_json(config);
-  header.activation_memory = activation_choices_json(config);
+  header.activation_memory = activation_choices_json(config, peak_activations);
   // The checkpoint store is recorded only for runs that checkpoint.
   const ManifestPluginSet loaded = load_manifest_plugins(registry, config.plugins, !config.checkpoint.dir.empty());
   for (const SlotPlugin& p : loaded.loaded())

@@ -36,7 +36,10 @@ struct RunHeader {
 
 // The header of the run `config` describes, with the plugins it loaded through `registry`
 // (asking again returns the already loaded files) and rank 0's device.
-RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, const Device& device);
+// peak_activations: the microbatch-chunks each pipeline stage keeps at its peak (the verified
+// schedule's), for the activation memory per stage.
+RunHeader make_run_header(const RunConfig& config, PluginRegistry& registry, const Device& device,
+                          const std::vector<int>& peak_activations);
 
 // {"record": "header", ...}: a line of a metrics log that is a header, not a step.
 nlohmann::ordered_json run_header_json(const RunHeader& header);

@@ -49,16 +49,23 @@ std::vector<ActivationChoice> activation_choices(const RunConfig& config, bool s
   return choices;
 }
 
-nlohmann::ordered_json activation_choices_json(const RunConfig& config) {
-  nlohmann::ordered_json bytes = nlohmann::ordered_json::object();
+nlohmann::ordered_json activation_choices_json(const RunConfig& config, const std::vector<int>& peak_activations) {
+  nlohmann::ordered_json bytes = nlohmann::ordered_json::object(), stages = nlohmann::ordered_json::object();
   std::string this_run;
+  const int last = static_cast<int>(peak_activations.size()) - 1;
   for (const ActivationChoice& c : activation_choices(config, true)) {
     bytes[c.name] = c.layer_bytes;
+    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
+    for (int stage = 0; stage <= last; ++stage)
+      per_stage.push_back(
+          stage_activation_bytes(config.model, c.layout, true, peak_activations[stage], stage == last));
+    stages[c.name] = std::move(per_stage);
     if (c.this_run) this_run = c.name;
   }
   return {{"formula", "Korthikanti et al. 2022, section 4: 16-bit activations of one layer and microbatch"},
           {"attention_scores", "in memory (flash attention keeps none: 5*a*s^2*b/t less where kept)"},
           {"layer_bytes", bytes},
+          {"stage_bytes", stages},
           {"this_run", this_run}};
 }
 

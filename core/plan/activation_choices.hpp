@@ -27,8 +27,10 @@ struct ActivationChoice {
 // scores_in_memory: the attention scores kept in memory (the paper's kernels), or not (flash).
 std::vector<ActivationChoice> activation_choices(const RunConfig& config, bool scores_in_memory);
 
-// {"formula": ..., "attention_scores": "in memory", "layer_bytes": {name: bytes, ...}, "this_run": name}
-nlohmann::ordered_json activation_choices_json(const RunConfig& config);
+// {"formula": ..., "attention_scores": "in memory", "layer_bytes": {name: bytes, ...},
+//  "stage_bytes": {name: [bytes of stage 0, 1, ...], ...}, "this_run": name}; peak_activations: the
+// microbatch-chunks each stage keeps at its peak (the schedule verifier's), one per stage.
+nlohmann::ordered_json activation_choices_json(const RunConfig& config, const std::vector<int>& peak_activations);
 
 // One line for `validate`: each choice's activations on the busiest end stage, given the
 // schedule's peak microbatch-chunks in flight per stage.

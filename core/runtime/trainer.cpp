@@ -240,7 +240,7 @@ void RankTrainer::prepare_steps(int64_t first_step) {
   loss_scale_ = 1.0f / static_cast<float>(m * rank_.topology.data());
   if (id_.rank == 0 && !options_.metrics_path.empty()) {
     metrics_ = std::make_unique<MetricsLog>(options_.metrics_path, /*append=*/first_step > 0);
-    metrics_->write_header(make_run_header(cfg_, rank_.registry, rank_.device));
+    metrics_->write_header(make_run_header(cfg_, rank_.registry, rank_.device, schedule.report.peak_activations));
   }
   if (options_.eval_batches > 0) return;  // evaluation computes no gradients
   rank_.open_reduction_lane();

@@ -21,7 +21,7 @@ RunHeader header_of_manifest() {
       {"parallel.pipeline=2", "launch.nproc_per_node=2", "parallel.recompute=full",
        std::string("plugins.search_path=[\"") + PTDP_TEST_PLUGIN_DIR + "\"]"});
   PluginRegistry registry(PluginRegistry::default_search_path(config.plugins.search_path));
-  return make_run_header(config, registry, Device{});
+  return make_run_header(config, registry, Device{}, {3, 1});
 }
 
 TEST(RunHeader, NamesThePluginsLayoutDeviceAndResolvedSettings) {
@@ -39,6 +39,23 @@ TEST(RunHeader, NamesThePluginsLayoutDeviceAndResolvedSettings) {
   EXPECT_FALSE(h.plugins[2].toolchain.empty());
   EXPECT_EQ(h.settings["parallel"]["recompute"], "full");
   EXPECT_EQ(h.settings["optimizer"]["type"], "adamw");  // a default, filled in
+}
+
+// Per stage, under each choice: the stage's peak microbatch-chunks (3 and 1 here) of its half of
+// the layers, and on the last stage the logits too.
+TEST(RunHeader, ActivationMemoryPerStageFollowsEachStagesPeak) {
+  const RunHeader h = header_of_manifest();
+  const auto& memory = h.activation_memory;
+  EXPECT_EQ(memory["this_run"], "full");
+  for (const auto& [choice, layer] : memory["layer_bytes"].items()) {
+    SCOPED_TRACE(choice);
+    const auto& stages = memory["stage_bytes"][choice];
+    ASSERT_EQ(stages.size(), 2u);
+    if (choice.rfind("full", 0) == 0) continue;  // kept inputs plus the layer being recomputed
+    const double layers_per_stage = double(h.settings["model"]["layers"].get<int>()) / 2;
+    EXPECT_DOUBLE_EQ(stages[0].get<double>(), 3 * layers_per_stage * layer.get<double>());
+    EXPECT_GT(stages[1].get<double>(), 1 * layers_per_stage * layer.get<double>()) << "the logits";
+  }
 }
 
 TEST(RunHeader, ReadBackAndSkippedByTheStepReader) {
