@@ -90,7 +90,10 @@ StreamReplay replay_streams(const ScheduleShape& shape, const std::vector<Instru
       while (pc < stream.size()) {
         const Instruction& ins = stream[pc];
         if (ins.kind == Instruction::Kind::Compute) {
-          const double duration = ins.op.kind == OpKind::Forward ? timing.forward : timing.backward;
+          const double duration = ins.op.kind == OpKind::Forward          ? timing.forward
+                                  : ins.op.kind == OpKind::Backward       ? timing.backward
+                                  : ins.op.kind == OpKind::BackwardWeight ? timing.weight
+                                                                          : timing.backward - timing.weight;
           replay.timelines[s].push_back(TimedOp{ins.op, clock[s], clock[s] + duration});
           clock[s] += duration;
           ++pc;

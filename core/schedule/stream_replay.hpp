@@ -14,7 +14,8 @@ namespace ptdp {
 
 struct ReplayTiming {
   double forward = 1.0;           // one Forward through one chunk
-  double backward = 1.0;          // one Backward through one chunk
+  double backward = 1.0;          // one whole Backward through one chunk
+  double weight = 0.5;            // the part of it a split backward's BackwardWeight takes
   double transfer_latency = 0.0;  // from the later of the two posts to the transfer's completion
 };
 
