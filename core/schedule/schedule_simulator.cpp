@@ -33,7 +33,8 @@ SimulationResult simulate_schedule(const ScheduleShape& shape, const std::vector
                         " stages, expected p = " + std::to_string(shape.stages));
 
   const ReplayTiming timing{options.t_forward / shape.chunks, options.t_backward / shape.chunks,
-                            options.weight_time() / shape.chunks, options.transfer_latency};
+                            options.weight_time() / shape.chunks, options.transfer_latency,
+                            options.transfers_posted_ahead};
   StreamReplay replay = replay_streams(shape, streams, timing);
   if (!replay.completed()) throw ScheduleError(deadlock_description(shape, streams, replay));
 
@@ -42,6 +43,13 @@ SimulationResult simulate_schedule(const ScheduleShape& shape, const std::vector
   for (double finish : replay.finish) result.makespan = std::max(result.makespan, finish);
   result.ideal = shape.microbatches * (options.t_forward + options.t_backward);
   result.bubble_fraction = (result.makespan - result.ideal) / result.ideal;
+  for (const auto& timeline : result.timelines) {
+    if (timeline.empty()) continue;
+    double busy = 0.0;
+    for (const TimedOp& t : timeline) busy += t.end - t.start;
+    const double idle = timeline.back().end - timeline.front().start - busy;
+    result.span_bubble_fraction = std::max(result.span_bubble_fraction, idle / result.ideal);
+  }
   return result;
 }
 
@@ -54,6 +62,12 @@ double formula_bubble_fraction_zb_h1(const ScheduleShape& shape, const Simulatio
   check_schedule_shape(shape);
   const double f = options.t_forward, w = options.weight_time(), b = options.t_backward - w;
   return (shape.stages - 1) * (f + b - w) / (shape.microbatches * (f + b + w));
+}
+
+double formula_bubble_fraction_zb_h2(const ScheduleShape& shape, const SimulationOptions& options) {
+  check_schedule_shape(shape);
+  const double f = options.t_forward, w = options.weight_time(), b = options.t_backward - w;
+  return std::max(0.0, (shape.stages - 1) * (f + b - 2 * w) / (shape.microbatches * (f + b + w)));
 }
 
 }  // namespace ptdp

@@ -95,7 +95,8 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
                             unit + (split ? " (of it t_w = " + number(options.weight_time()) + unit + ")" : "") +
                             " per microbatch through a whole stage" +
                             (v > 1 ? " (a chunk takes 1/v of it)" : "") + "; transfer latency " +
-                            number(options.transfer_latency) + unit + ".";
+                            number(options.transfer_latency) + unit +
+                            (options.transfers_posted_ahead ? ", transfers posted ahead." : ".");
   const std::string reading = "Makespan " + number(result.makespan) + unit + ", ideal m\u00b7(t_f + t_b) = " +
                               number(result.ideal) + unit + ". Boxes show microbatch indices (from 0)" +
                               (v > 1 ? "; lighter shades are later chunks." : ".");
@@ -157,7 +158,9 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
   for (OpKind kind : kinds)
     for (int c = 0; c < v; ++c)
       entries.push_back({op_colour(kind, c, v),
-                         std::string(kind == OpKind::BackwardWeight ? "weight gradients (W)" : op_kind_category(kind)) +
+                         std::string(kind == OpKind::BackwardWeight ? "weight gradients (W)"
+                                     : split && kind == OpKind::Backward ? "input gradient (B)"
+                                                                         : op_kind_category(kind)) +
                              (v > 1 ? ", chunk " + std::to_string(c) : "")});
   entries.push_back({kIdle, "idle (bubble)"});
   double x = left, y = axis_y + 58;

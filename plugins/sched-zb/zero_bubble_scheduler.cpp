@@ -6,6 +6,10 @@
 
 namespace ptdp::plugins {
 
+ZeroBubbleScheduler::ZeroBubbleScheduler(const PluginContext& context) : variant_(ZeroBubbleVariant::H1) {
+  if (context.config != nullptr && context.config->get_string("schedule") == "zb-h2") variant_ = ZeroBubbleVariant::H2;
+}
+
 std::vector<ComputeOp> ZeroBubbleScheduler::stage_ops(const ScheduleShape& shape, int stage) const {
   const int p = shape.stages, m = shape.microbatches;
   if (p < 1 || m < 1 || shape.chunks < 1)
@@ -17,7 +21,10 @@ std::vector<ComputeOp> ZeroBubbleScheduler::stage_ops(const ScheduleShape& shape
   if (stage < 0 || stage >= p)
     throw Error("sched-zb: stage " + std::to_string(stage) + " is out of range 0.." + std::to_string(p - 1));
 
-  const int warmup = std::min(p - stage - 1, m);
+  // The two variants differ only in how far forwards run ahead and how long W's wait.
+  const bool h2 = variant_ == ZeroBubbleVariant::H2;
+  const int warmup = std::min((h2 ? 2 : 1) * (p - stage - 1), m);
+  const size_t weights_held = static_cast<size_t>((h2 ? 2 : 1) * stage);
   std::vector<ComputeOp> ops;
   ops.reserve(3 * static_cast<size_t>(m));
   std::deque<int> weights_due;  // microbatches whose B ran and whose W has not
@@ -25,7 +32,7 @@ std::vector<ComputeOp> ZeroBubbleScheduler::stage_ops(const ScheduleShape& shape
   auto backward = [&] {
     ops.push_back({OpKind::BackwardInput, backwards, 0});
     weights_due.push_back(backwards++);
-    if (static_cast<int>(weights_due.size()) > stage) {
+    if (weights_due.size() > weights_held) {
       ops.push_back({OpKind::BackwardWeight, weights_due.front(), 0});
       weights_due.pop_front();
     }
