@@ -137,6 +137,18 @@ std::string refusal_of(const std::vector<std::vector<ComputeOp>>& ops, const Sch
   }
 }
 
+// The scheduler guide's example: GPipe's order with every W held to the end runs, and each
+// microbatch's activations count until its W.
+TEST(SchedZbVerifier, AcceptsWeightGradientsHeldToTheEnd) {
+  constexpr auto F = OpKind::Forward, I = OpKind::BackwardInput, W = OpKind::BackwardWeight;
+  const ScheduleShape shape{2, 1, 3};
+  const std::vector<ComputeOp> stage{{F, 0, 0}, {F, 1, 0}, {F, 2, 0}, {I, 0, 0}, {I, 1, 0},
+                                     {I, 2, 0}, {W, 0, 0}, {W, 1, 0}, {W, 2, 0}};
+  const std::vector<std::vector<ComputeOp>> ops{stage, stage};
+  EXPECT_EQ(refusal_of(ops, shape), "");
+  EXPECT_EQ(verify_schedule(shape, ops, lower_schedule(shape, ops)).peak_activations, (std::vector<int>{3, 3}));
+}
+
 TEST(SchedZbVerifier, RefusesAWeightGradientBeforeItsInputGradient) {
   constexpr auto F = OpKind::Forward, I = OpKind::BackwardInput, W = OpKind::BackwardWeight;
   const ScheduleShape shape{2, 1, 1};
