@@ -22,6 +22,7 @@
 #include "schedule/schedule_shape.hpp"
 #include "schedule/schedule_simulator.hpp"
 #include "schedule/schedule_timeline.hpp"
+#include "schedule/trace_op_costs.hpp"
 
 namespace ptdp::host {
 namespace {
@@ -35,6 +36,7 @@ struct ScheduleOptions {
   std::string svg_file;
   std::string trace_file;
   std::vector<std::string> plugin_options;  // KEY=VALUE, the scheduler's configuration
+  std::string costs_trace;                  // a run's --trace, whose op times replace the --t-* options
 };
 
 // Everything the command found out; the parts after a failure stay empty.
@@ -224,7 +226,7 @@ nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& ou
   return doc;
 }
 
-void run_schedule(const ScheduleOptions& options) {
+void run_schedule(ScheduleOptions options) {
   const ScheduleShape& shape = options.shape;
   if (schedule_passes(shape.stages, shape.chunks, shape.microbatches) > kMaxSchedulePasses) {
     std::cerr << fmt::format("schedule: --microbatches {}: p*v*m = {} microbatch passes a step, more than the {} a "
@@ -232,6 +234,14 @@ void run_schedule(const ScheduleOptions& options) {
                              shape.microbatches, schedule_passes(shape.stages, shape.chunks, shape.microbatches),
                              kMaxSchedulePasses);
     throw CLI::RuntimeError(2);
+  }
+  if (!options.costs_trace.empty()) {
+    try {
+      options.simulation = op_costs_from_trace(options.costs_trace, shape.chunks, options.simulation);
+    } catch (const Error& e) {
+      std::cerr << "schedule: --costs-from-trace " << e.what() << "\n";
+      throw CLI::RuntimeError(2);
+    }
   }
   const ScheduleOutcome outcome = plan(options);
   if (outcome.simulation) {
@@ -289,6 +299,10 @@ void add_schedule(CLI::App& root) {
   cmd->add_option("--option", options->plugin_options,
                   "A scheduler option KEY=VALUE (repeatable), as under [plugins.options.scheduler] of a manifest")
       ->type_name("KEY=VALUE");
+  cmd->add_option("--costs-from-trace", options->costs_trace,
+                  "Take t_f, t_b and t_w from a run's --trace: the median span of each kind of op (replaces "
+                  "--t-forward, --t-backward and --t-weight)")
+      ->type_name("FILE");
   cmd->add_option("--transfer-latency", options->simulation.transfer_latency,
                   "Time from both ends of a transfer being posted to its completion, in ms")
       ->capture_default_str()
