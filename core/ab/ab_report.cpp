@@ -131,6 +131,12 @@ std::string ab_report_markdown(const AbAnalysis& analysis, const AbMethod& metho
       "ratio differs from 1 by at least {:.0f}%. Peak RSS: the largest process of a job (host memory, not device "
       "memory).\n",
       analysis.arms.front().arm.name, method.resamples, method.seed, method.alpha, method.min_effect * 100);
+  if (!context.schedule_pictures.empty()) {
+    md += "\nSchedules, as each arm's scheduler makes them for its layout, simulated with uniform op times and "
+          "transfers posted ahead:";
+    for (const std::string& picture : context.schedule_pictures) md += fmt::format(" [{0}]({0})", picture);
+    md += "\n";
+  }
   return md;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The files an A/B leaves in its output folder: report.json (every raw sample and every derived
-// number, for tools), report.md (the tables a person reads), report.svg (ab_report_svg.hpp).
+// number, for tools), report.md (the tables a person reads), report.svg (ab_report_svg.hpp), and
+// each arm's schedule-<arm>.svg (arm_schedule_picture.hpp).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct AbContext {
   std::string launcher; // empty: local jobs
   int steps = 0;        // per job; 0: each manifest's run.steps
   std::vector<std::vector<std::string>> order;  // arm names, one list per round
+  std::vector<std::string> schedule_pictures;   // per arm, its schedule-<arm>.svg (arm_schedule_picture.hpp)
 };
 
 nlohmann::ordered_json ab_report_json(const AbAnalysis& analysis, const AbMethod& method, const AbContext& context);

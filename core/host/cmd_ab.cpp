@@ -17,7 +17,9 @@
 #include "ab/ab_report_svg.hpp"
 #include "ab/ab_runner.hpp"
 #include "ab/arm_job.hpp"
+#include "ab/arm_schedule_picture.hpp"
 #include "command_registry.hpp"
+#include "manifest/manifest_loader.hpp"
 #include "runtime/stop_signal.hpp"
 #include "ptdp/error.hpp"
 
@@ -161,11 +163,16 @@ void ab(const CLI::App& command, AbOptions options) {
     for (size_t a : round) names.push_back(arms[a].name);
     context.order.push_back(names);
   }
+  for (const AbArm& arm : arms) {
+    const std::string picture = "schedule-" + arm.name + ".svg";
+    write_report_file(options.out + "/" + picture, arm_schedule_svg(load_manifest(arm.manifest, arm.sets)));
+    context.schedule_pictures.push_back(picture);
+  }
   write_report_file(options.out + "/report.json", ab_report_json(analysis, run.method, context).dump(2) + "\n");
   const std::string markdown = ab_report_markdown(analysis, run.method, context);
   write_report_file(options.out + "/report.md", markdown);
   write_report_file(options.out + "/report.svg", ab_report_svg(analysis, run.method.warmup));
-  std::cout << markdown << "\n" << options.out << "/report.{json,md,svg} written\n";
+  std::cout << markdown << "\n" << options.out << "/report.{json,md,svg} and schedule-<arm>.svg written\n";
 }
 
 void add_ab_command(CLI::App& root) {

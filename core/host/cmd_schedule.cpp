@@ -22,6 +22,7 @@
 #include "schedule/schedule_shape.hpp"
 #include "schedule/schedule_simulator.hpp"
 #include "schedule/schedule_timeline.hpp"
+#include "schedule/trace_op_costs.hpp"
 
 namespace ptdp::host {
 namespace {
@@ -34,6 +35,8 @@ struct ScheduleOptions {
   bool json = false;
   std::string svg_file;
   std::string trace_file;
+  std::vector<std::string> plugin_options;  // KEY=VALUE, the scheduler's configuration
+  std::string costs_trace;                  // a run's --trace, whose op times replace the --t-* options
 };
 
 // Everything the command found out; the parts after a failure stay empty.
@@ -51,10 +54,34 @@ std::string number(double x) { return fmt::format("{:.6g}", x); }
 
 std::string formula_text(const ScheduleShape& shape) { return shape.chunks > 1 ? "(p-1)/(v*m)" : "(p-1)/m"; }
 
+bool splits_backward(const std::vector<std::vector<ComputeOp>>& ops) {
+  for (const auto& stage : ops)
+    for (const ComputeOp& op : stage)
+      if (op.kind == OpKind::BackwardWeight) return true;
+  return false;
+}
+
 void write_file(const std::string& path, const std::string& what, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (out) out << content;
   if (!out) throw Error(what + " " + path + ": cannot write the file");
+}
+
+// --option KEY=VALUE as the scheduler's table: VALUE is a TOML value, or else a string.
+toml::table option_table(const std::vector<std::string>& entries) {
+  toml::table table;
+  for (const std::string& entry : entries) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--option " + entry + ": expected KEY=VALUE");
+    const std::string key = entry.substr(0, eq), value = entry.substr(eq + 1);
+    try {
+      toml::table parsed = toml::parse("v = " + value);
+      table.insert(key, *parsed.get("v"));
+    } catch (const toml::parse_error&) {
+      table.insert(key, value);
+    }
+  }
+  return table;
 }
 
 ScheduleOutcome plan(const ScheduleOptions& options) {
@@ -65,7 +92,7 @@ ScheduleOutcome plan(const ScheduleOptions& options) {
     const PluginInfo& info = registry.load(options.scheduler, PluginKind::Scheduler);
     outcome.plugin_path = info.path;
     outcome.scheduler_name = info.descriptor->name;
-    scheduler = create_plugin<Scheduler>(info, toml::table{});
+    scheduler = create_plugin<Scheduler>(info, option_table(options.plugin_options));
   } catch (const Error& e) {
     std::cerr << "schedule: " << e.what() << "\n";
     throw CLI::RuntimeError(2);
@@ -93,9 +120,11 @@ void print_text(const ScheduleOptions& options, const ScheduleOutcome& outcome) 
   std::cout << fmt::format("{}: p = {}, v = {}, m = {}  ({})\n", outcome.scheduler_name, shape.stages, shape.chunks,
                            shape.microbatches, outcome.plugin_path);
   if (outcome.ops) {
-    std::cout << (shape.chunks > 1 ? "ops per stage (Fm.c / Bm.c: forward / backward of microbatch m through chunk c)"
-                                   : "ops per stage (Fm / Bm: forward / backward of microbatch m)")
-              << ":\n";
+    std::cout << (shape.chunks > 1 ? "ops per stage (Fm.c / Bm.c: forward / backward of microbatch m through chunk c"
+                                   : "ops per stage (Fm / Bm: forward / backward of microbatch m")
+              << (splits_backward(*outcome.ops) ? "; a split backward's Bm is its input gradient, Wm its weight gradients"
+                                                : "")
+              << "):\n";
     for (int s = 0; s < shape.stages; ++s) {
       std::string line = fmt::format("  stage {}:", s);
       for (const ComputeOp& op : (*outcome.ops)[s]) {
@@ -111,15 +140,29 @@ void print_text(const ScheduleOptions& options, const ScheduleOutcome& outcome) 
   }
   const SimulationResult& sim = *outcome.simulation;
   std::cout << fmt::format(
-      "verified: every (microbatch, chunk) has one forward and one backward, in order, on its stage; the {} "
+      "verified: every (microbatch, chunk) has one forward and one backward (whole, or B then W), in order, on its "
+      "stage; the {} "
       "instruction streams ({} transfers in {} groups) run to the end together under blocking grouped send/recv\n",
       shape.stages, outcome.transfers, outcome.groups);
-  std::cout << fmt::format("bubble fraction: {} simulated, {} by the paper's formula {}\n", number(sim.bubble_fraction),
-                           number(formula_bubble_fraction(shape)), formula_text(shape));
-  std::cout << fmt::format("  (t_f = {}, t_b = {} per microbatch and stage, transfer latency {}: makespan {}, ideal "
-                           "m*(t_f + t_b) = {})\n",
-                           number(options.simulation.t_forward), number(options.simulation.t_backward),
-                           number(options.simulation.transfer_latency), number(sim.makespan), number(sim.ideal));
+  const SimulationOptions& times = options.simulation;
+  if (splits_backward(*outcome.ops)) {
+    std::cout << fmt::format("bubble fraction: {} simulated ({} within a stage's span); the zero-bubble paper's "
+                             "ZB-H1 (p-1)(T_F+T_B-T_W) gives {}, ZB-H2 (p-1)(T_F+T_B-2T_W) {}, 1F1B {} {}\n",
+                             number(sim.bubble_fraction), number(sim.span_bubble_fraction),
+                             number(formula_bubble_fraction_zb_h1(shape, times)),
+                             number(formula_bubble_fraction_zb_h2(shape, times)), formula_text(shape),
+                             number(formula_bubble_fraction(shape)));
+  } else {
+    std::cout << fmt::format("bubble fraction: {} simulated, {} by the paper's formula {}\n",
+                             number(sim.bubble_fraction), number(formula_bubble_fraction(shape)), formula_text(shape));
+  }
+  std::cout << fmt::format("  (t_f = {}, t_b = {}{} per microbatch and stage, transfer latency {}, "
+                           "transfers {}: makespan {}, ideal m*(t_f + t_b) = {})\n",
+                           number(times.t_forward), number(times.t_backward),
+                           splits_backward(*outcome.ops) ? " (of it t_w = " + number(times.weight_time()) + ")" : "",
+                           number(times.transfer_latency),
+                           times.transfers_posted_ahead ? "posted ahead" : "in blocking groups", number(sim.makespan),
+                           number(sim.ideal));
   std::string peaks;
   for (int peak : outcome.report->peak_activations) peaks += fmt::format(" {}", peak);
   std::cout << "peak activations per stage (" << (shape.chunks > 1 ? "microbatch-chunks" : "microbatches")
@@ -138,17 +181,21 @@ nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& ou
                         {"t_forward", options.simulation.t_forward},
                         {"t_backward", options.simulation.t_backward},
                         {"transfer_latency", options.simulation.transfer_latency},
+                        {"t_weight", options.simulation.weight_time()},
+                        {"transfers_posted_ahead", options.simulation.transfers_posted_ahead},
                         {"valid", outcome.simulation.has_value()},
                         {"refused", !outcome.ops.has_value()},
                         {"error", outcome.simulation ? nlohmann::json(nullptr) : nlohmann::json(outcome.error)},
                         {"formula_bubble_fraction", formula_bubble_fraction(shape)},
                         {"bubble_fraction", nullptr},
+                        {"span_bubble_fraction", nullptr},
                         {"makespan", nullptr},
                         {"ideal", nullptr},
                         {"peak_activations", nullptr},
                         {"stages", nullptr}};
   if (outcome.simulation) {
     doc["bubble_fraction"] = outcome.simulation->bubble_fraction;
+    doc["span_bubble_fraction"] = outcome.simulation->span_bubble_fraction;
     doc["makespan"] = outcome.simulation->makespan;
     doc["ideal"] = outcome.simulation->ideal;
     doc["peak_activations"] = outcome.report->peak_activations;
@@ -163,7 +210,7 @@ nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& ou
       for (size_t i = 0; i < stage_ops.size(); ++i) {
         const ComputeOp& op = stage_ops[i];
         nlohmann::json entry = {{"op", op_label(op, shape.chunks)},
-                                {"kind", op.kind == OpKind::Forward ? "forward" : "backward"},
+                                {"kind", op_kind_category(op.kind)},
                                 {"microbatch", op.microbatch},
                                 {"chunk", op.chunk}};
         if (outcome.simulation) {
@@ -179,7 +226,7 @@ nlohmann::json to_json(const ScheduleOptions& options, const ScheduleOutcome& ou
   return doc;
 }
 
-void run_schedule(const ScheduleOptions& options) {
+void run_schedule(ScheduleOptions options) {
   const ScheduleShape& shape = options.shape;
   if (schedule_passes(shape.stages, shape.chunks, shape.microbatches) > kMaxSchedulePasses) {
     std::cerr << fmt::format("schedule: --microbatches {}: p*v*m = {} microbatch passes a step, more than the {} a "
@@ -187,6 +234,14 @@ void run_schedule(const ScheduleOptions& options) {
                              shape.microbatches, schedule_passes(shape.stages, shape.chunks, shape.microbatches),
                              kMaxSchedulePasses);
     throw CLI::RuntimeError(2);
+  }
+  if (!options.costs_trace.empty()) {
+    try {
+      options.simulation = op_costs_from_trace(options.costs_trace, shape.chunks, options.simulation);
+    } catch (const Error& e) {
+      std::cerr << "schedule: --costs-from-trace " << e.what() << "\n";
+      throw CLI::RuntimeError(2);
+    }
   }
   const ScheduleOutcome outcome = plan(options);
   if (outcome.simulation) {
@@ -234,6 +289,20 @@ void add_schedule(CLI::App& root) {
                   "Time of one microbatch's backward through a whole stage, in ms")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--t-weight", options->simulation.t_weight,
+                  "Of --t-backward, the part a split backward's weight gradients (W) take, in ms; 0: half")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--posted-ahead", options->simulation.transfers_posted_ahead,
+                "Simulate transfers posted ahead (asynchronous send/recv) instead of blocking groups: the model "
+                "under which a split backward's W fills the bubble");
+  cmd->add_option("--option", options->plugin_options,
+                  "A scheduler option KEY=VALUE (repeatable), as under [plugins.options.scheduler] of a manifest")
+      ->type_name("KEY=VALUE");
+  cmd->add_option("--costs-from-trace", options->costs_trace,
+                  "Take t_f, t_b and t_w from a run's --trace: the median span of each kind of op (replaces "
+                  "--t-forward, --t-backward and --t-weight)")
+      ->type_name("FILE");
   cmd->add_option("--transfer-latency", options->simulation.transfer_latency,
                   "Time from both ends of a transfer being posted to its completion, in ms")
       ->capture_default_str()

@@ -6,12 +6,14 @@
 namespace ptdp {
 
 ModelChunk::ModelChunk(LayerKernels& kernels, const ChunkLayout& layout, const ModelSpec& model,
-                       int recompute_every, EmbeddingLayer* tied_embedding, int64_t activation_rows)
+                       int recompute_every, EmbeddingLayer* tied_embedding, int64_t activation_rows,
+                       bool split_backward)
     : kernels_(kernels),
       layout_(layout),
       model_(model),
       recompute_every_(recompute_every),
-      activation_rows_(activation_rows) {
+      activation_rows_(activation_rows),
+      split_backward_(split_backward) {
   if (layout.has_embedding) embedding_ = kernels.make_embedding();
   for (int i = 0; i < layout.num_layers; ++i) blocks_.push_back(kernels.make_block(layout.first_layer + i));
   if (layout.has_head) {
@@ -111,6 +113,29 @@ void ModelChunk::logits(const MicroBatch& mb, const Tensor& tokens, Tensor logit
 
 OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale,
                                  const std::function<void(int)>& layer_done) {
+  return backward_pass(mb, doutput, loss_scale, false, layer_done);
+}
+
+OwnedTensor ModelChunk::backward_input(const MicroBatch& mb, const Tensor& doutput, float loss_scale) {
+  return backward_pass(mb, doutput, loss_scale, true, {});
+}
+
+void ModelChunk::backward_weight(const MicroBatch& mb, const std::function<void(int)>& layer_done) {
+  const int first_block = embedding_ ? 1 : 0;
+  const size_t n = blocks_.size();
+  auto done = [&](int layer) {
+    if (layer_done) layer_done(layer);
+  };
+  if (head_) done(first_block + static_cast<int>(n));
+  for (size_t i = n; i-- > 0;) {
+    if (split_backward_) blocks_[i]->backward_weight(mb);
+    done(first_block + static_cast<int>(i));
+  }
+  if (embedding_) done(0);
+}
+
+OwnedTensor ModelChunk::backward_pass(const MicroBatch& mb, const Tensor& doutput, float loss_scale, bool input_only,
+                                      const std::function<void(int)>& layer_done) {
   const int first_block = embedding_ ? 1 : 0;
   const size_t n = blocks_.size();
   auto done = [&](int layer) {
@@ -127,7 +152,10 @@ OwnedTensor ModelChunk::backward(const MicroBatch& mb, const Tensor& doutput, fl
     OwnedTensor spare;  // the previous block's output gradient
     for (size_t i = last; i-- > first;) {
       OwnedTensor din = reused_activation(spare);
-      blocks_[i]->backward(mb, dx.view, din.view);
+      if (input_only && split_backward_)
+        blocks_[i]->backward_input(mb, dx.view, din.view);
+      else
+        blocks_[i]->backward(mb, dx.view, din.view);
       spare = std::move(dx);
       dx = std::move(din);
       done(first_block + static_cast<int>(i));

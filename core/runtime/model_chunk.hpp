@@ -24,9 +24,11 @@ struct MicrobatchTokens {
 class ModelChunk {
  public:
   // tied_embedding: the embedding layer on this rank the head shares its word matrix with
-  // (p == 1), or nullptr. activation_rows: s' below.
+  // (p == 1), or nullptr. activation_rows: s' below. split_backward: the blocks run
+  // backward_input and backward_weight (LayerKernels::splits_backward).
   ModelChunk(LayerKernels& kernels, const ChunkLayout& layout, const ModelSpec& model,
-             int recompute_every, EmbeddingLayer* tied_embedding, int64_t activation_rows);
+             int recompute_every, EmbeddingLayer* tied_embedding, int64_t activation_rows,
+             bool split_backward = false);
 
   const ChunkLayout& layout() const { return layout_; }
   std::vector<ParamRef> parameters();
@@ -60,6 +62,13 @@ class ModelChunk {
   // them) right after that layer's backward.
   OwnedTensor backward(const MicroBatch& mb, const Tensor& doutput, float loss_scale,
                        const std::function<void(int)>& layer_done = {});
+  // backward() in a zero-bubble schedule's two parts. backward_input returns what backward
+  // returns: the head and the embedding run their whole backward in it, the blocks their
+  // backward_input (or, where the kernels do not split, their whole backward). backward_weight
+  // runs the blocks' backward_weight (or nothing) and then calls layer_done for every layer, in
+  // backward's order: from there the layers' gradients hold this microbatch's share.
+  OwnedTensor backward_input(const MicroBatch& mb, const Tensor& doutput, float loss_scale);
+  void backward_weight(const MicroBatch& mb, const std::function<void(int)>& layer_done = {});
 
  private:
   OwnedTensor activation();
@@ -68,6 +77,9 @@ class ModelChunk {
   // all of it, so reuse skips allocate()'s zero fill (on the GPU, a 32 MiB memset a block at
   // the 1.3B model's micro-batch 4).
   OwnedTensor reused_activation(OwnedTensor& spare);
+  // The whole backward, or its input part (split: the blocks' backward_input).
+  OwnedTensor backward_pass(const MicroBatch& mb, const Tensor& doutput, float loss_scale, bool input_only,
+                            const std::function<void(int)>& layer_done);
   void forward_blocks(const MicroBatch& mb, size_t first, size_t last, OwnedTensor& x, bool save,
                       const std::function<void(int)>& layer_starting = {});
 
@@ -76,6 +88,7 @@ class ModelChunk {
   ModelSpec model_;
   int recompute_every_;  // 0: keep every block's activations
   int64_t activation_rows_;
+  bool split_backward_;
   std::shared_ptr<EmbeddingLayer> embedding_;
   std::vector<std::shared_ptr<TransformerBlock>> blocks_;
   std::shared_ptr<HeadLayer> head_;

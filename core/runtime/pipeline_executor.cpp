@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "schedule/op_kinds.hpp"
+#include "schedule/op_label.hpp"
+
 namespace ptdp {
 
 namespace {
@@ -19,7 +22,8 @@ OwnedTensor host_i32(int64_t rows, int64_t cols) {
 PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
                                    int microbatches, bool scatter_gather,
                                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank,
-                                   const ModelSpec& model, int64_t samples_per_replica, bool mark_first_gradient)
+                                   const ModelSpec& model, int64_t samples_per_replica, bool mark_first_gradient,
+                                   bool split_backward)
     : kernels_(kernels),
       groups_(groups),
       topology_(topology),
@@ -31,7 +35,8 @@ PipelineExecutor::PipelineExecutor(LayerKernels& kernels, const ParallelGroups& 
       model_chunks_(chunks_on_rank),
       model_(model),
       samples_per_replica_(samples_per_replica),
-      mark_first_gradient_(mark_first_gradient) {}
+      mark_first_gradient_(mark_first_gradient),
+      split_backward_(split_backward) {}
 
 MicroBatch PipelineExecutor::microbatch(int64_t step, int slot) const {
   MicroBatch mb;
@@ -126,37 +131,48 @@ void PipelineExecutor::compute(const ComputeOp& op, const StepContext& step) {
     OwnedTensor out = chunk.forward(mb, input, batch, loss, step.training, layer_starting);
     if (!layout.has_embedding) buffers_.erase(input_key);
     if (!layout.has_head) buffers_[{kActivation, op.microbatch, vs}] = std::move(out);
-  } else {
-    Tensor doutput;
-    BufferKey grad_key{kGradient, op.microbatch, vs + 1};
-    if (!layout.has_head) {
-      auto found = buffers_.find(grad_key);
-      PTDP_CHECK(found != buffers_.end(),
-                 fmt::format("stage {}: backward of microbatch {} on virtual stage {} has no output gradient",
-                             me_.pp, op.microbatch, vs));
-      doutput = found->second.view;
-    }
-    mb.first_gradient = mark_first_gradient_ && backwards_left_.at(op.chunk) == microbatches_;
-    const bool last = --backwards_left_.at(op.chunk) == 0;
-    std::function<void(int)> layer_done;
-    if (last && gradients_final_) layer_done = [&](int layer) { gradients_final_(op.chunk, layer); };
-    OwnedTensor dinput = chunk.backward(mb, doutput, step.loss_scale, layer_done);
-    if (!layout.has_head) buffers_.erase(grad_key);
-    if (!layout.has_embedding) buffers_[{kGradient, op.microbatch, vs}] = std::move(dinput);
+    return;
   }
+  // The op that adds this microbatch's share to the blocks' gradients: a whole Backward, or under
+  // a split backward its BackwardWeight, or where the kernels do not split it its BackwardInput
+  // (which runs the whole backward). The chunk's first such op of the step writes them.
+  const bool writes_block_gradients =
+      op.kind == OpKind::Backward || (op.kind == OpKind::BackwardWeight) == split_backward_;
+  if (writes_block_gradients) {
+    mb.first_gradient = mark_first_gradient_ && !gradients_written_.at(op.chunk);
+    gradients_written_.at(op.chunk) = true;
+  }
+  std::function<void(int)> layer_done;
+  if (computes_weight_gradient(op.kind) && --backwards_left_.at(op.chunk) == 0 && gradients_final_)
+    layer_done = [&](int layer) { gradients_final_(op.chunk, layer); };
+  if (op.kind == OpKind::BackwardWeight) return chunk.backward_weight(mb, layer_done);
+
+  Tensor doutput;
+  BufferKey grad_key{kGradient, op.microbatch, vs + 1};
+  if (!layout.has_head) {
+    auto found = buffers_.find(grad_key);
+    PTDP_CHECK(found != buffers_.end(),
+               fmt::format("stage {}: backward of microbatch {} on virtual stage {} has no output gradient", me_.pp,
+                           op.microbatch, vs));
+    doutput = found->second.view;
+  }
+  OwnedTensor dinput = op.kind == OpKind::Backward ? chunk.backward(mb, doutput, step.loss_scale, layer_done)
+                                                   : chunk.backward_input(mb, doutput, step.loss_scale);
+  if (!layout.has_head) buffers_.erase(grad_key);
+  if (!layout.has_embedding) buffers_[{kGradient, op.microbatch, vs}] = std::move(dinput);
 }
 
 void PipelineExecutor::run(const StepContext& step) {
   buffers_.clear();
   tokens_.clear();
   backwards_left_.assign(model_chunks_.size(), microbatches_);
+  gradients_written_.assign(model_chunks_.size(), false);
   for (const Instruction& ins : step.stream) {
     if (ins.kind == Instruction::Kind::Exchange) {
       step.timeline.span("send/recv", "p2p", [&] { exchange(ins); });
     } else {
-      const bool fwd = ins.op.kind == OpKind::Forward;
-      const std::string name = fmt::format("{}{}.{}", fwd ? 'F' : 'B', ins.op.microbatch, ins.op.chunk);
-      step.timeline.span(name, fwd ? "forward" : "backward", [&] { compute(ins.op, step); });
+      const std::string name = op_label(ins.op, 2);  // always with the chunk: "F3.0"
+      step.timeline.span(name, op_kind_category(ins.op.kind), [&] { compute(ins.op, step); });
     }
   }
   PTDP_CHECK(buffers_.empty(), fmt::format("stage {}: the step left {} transfer buffers unused", me_.pp, buffers_.size()));

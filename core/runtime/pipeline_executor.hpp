@@ -25,10 +25,11 @@ class PipelineExecutor {
   PipelineExecutor(LayerKernels& kernels, const ParallelGroups& groups, const Topology& topology,
                    int microbatches, bool scatter_gather,
                    std::vector<std::unique_ptr<ModelChunk>>& chunks_on_rank, const ModelSpec& model,
-                   int64_t samples_per_replica, bool mark_first_gradient);
+                   int64_t samples_per_replica, bool mark_first_gradient, bool split_backward = false);
 
   // Called with (chunk, layer) right after that layer's last backward of the step, when its
-  // gradients are final (layers numbered as ModelChunk::parameter_layers numbers them).
+  // gradients are final (layers numbered as ModelChunk::parameter_layers numbers them). Under a
+  // split backward that is the chunk's last BackwardWeight: every BackwardInput precedes it.
   void on_gradients_final(std::function<void(int chunk, int layer)> fn) { gradients_final_ = std::move(fn); }
   // Called with (chunk, layer) right before each forward of that layer.
   void on_layer_starting(std::function<void(int chunk, int layer)> fn) { layer_starting_ = std::move(fn); }
@@ -57,9 +58,11 @@ class PipelineExecutor {
   ModelSpec model_;
   int64_t samples_per_replica_;
   bool mark_first_gradient_;  // sets MicroBatch::first_gradient on each chunk's first backward
+  bool split_backward_;       // the blocks' weight gradients come in BackwardWeight, not BackwardInput
   std::function<void(int, int)> gradients_final_;
   std::function<void(int, int)> layer_starting_;
-  std::vector<int> backwards_left_;  // per chunk, this step
+  std::vector<int> backwards_left_;         // per chunk, this step: ops that add weight gradients
+  std::vector<bool> gradients_written_;     // per chunk, this step: the blocks' gradients hold a share
   std::map<BufferKey, OwnedTensor> buffers_;           // received inputs and outputs to send
   std::map<int, std::pair<OwnedTensor, OwnedTensor>> tokens_;  // slot -> (tokens, targets) on host
 };

@@ -14,6 +14,7 @@
 #include "runtime/device_placement.hpp"
 #include "runtime/gradient_zeroing.hpp"
 #include "runtime/kernels_activation_memory.hpp"
+#include "runtime/kernels_backward_split.hpp"
 #include "runtime/kernels_precision.hpp"
 #include "runtime/parameter_init.hpp"
 
@@ -74,6 +75,7 @@ void RankSetup::load_plugins() {
   world = plugins_->create<Communicator>(place());
   kernels = plugins_->create<LayerKernels>(place());
   kernels_write_first_gradients = blocks_write_first_gradients(kernels_abi_minor);
+  kernels_split_backward = blocks_split_backward(kernels_abi_minor, *kernels);
   scheduler = plugins_->create<Scheduler>(place());
   check_kernels_precision(cfg, kernels_abi_minor, *kernels);
   check_kernels_activation_memory(cfg, kernels_abi_minor, *kernels);
@@ -144,7 +146,8 @@ void RankSetup::build_model() {
   for (int c = 0; c < v; ++c) {
     const ChunkLayout layout = chunk_layout(cfg.model.layers, p, v, me.pp, c);
     EmbeddingLayer* tied = (layout.has_head && !chunks.empty()) ? chunks.front()->embedding() : nullptr;
-    chunks.push_back(std::make_unique<ModelChunk>(*kernels, layout, binding.model, every, tied, activation_rows(cfg)));
+    chunks.push_back(std::make_unique<ModelChunk>(*kernels, layout, binding.model, every, tied, activation_rows(cfg),
+                                                  kernels_split_backward));
   }
   // Each chunk's parameters move into its buffers; the tied word embedding's gradient gets a
   // bucket of its own where the embedding group sums it at the flush.

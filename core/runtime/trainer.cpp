@@ -233,7 +233,8 @@ void RankTrainer::prepare_steps(int64_t first_step) {
     validation_batches_.emplace(rank_.data->validation_batches(cfg_.model.seq_len, cfg_.run.seed, cfg_.data.val_fraction));
 
   executor_.emplace(*rank_.kernels, rank_.groups, rank_.topology, m, cfg_.parallel.scatter_gather, rank_.chunks, rank_.model,
-                    cfg_.parallel.global_batch / rank_.topology.data(), rank_.kernels_write_first_gradients);
+                    cfg_.parallel.global_batch / rank_.topology.data(), rank_.kernels_write_first_gradients,
+                    rank_.kernels_split_backward);
   timeline_.emplace(*rank_.kernels, /*wait_for_device=*/!rank_.profiler);
   rank_.kernels_tensor_group->trace_to(&*timeline_);
   losses_ = rank_.kernels->allocate({m}, DType::F32);

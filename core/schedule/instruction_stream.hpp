@@ -22,8 +22,10 @@
 // interleaved schedule's 1F1B pair, unless that Backward's input can only exist after that
 // Forward ran (through any stage's order): such a pair would wait for itself. Before the first
 // unit one group receives the unit's inputs; after each unit one group sends the unit's results
-// (in op order) and receives the next unit's inputs (in op order). Groups with nothing in them
-// are left out.
+// (in op order) and receives the next unit's inputs (in op order). A BackwardWeight is a unit
+// with no transfers, skipped in that choice: the group after the op before it receives the inputs
+// of the first unit after it that needs any. Groups with nothing in them are left out. A
+// BackwardInput is lowered as a Backward is (it sends the same input gradient).
 // Why pairs with v > 1: neighbouring stages are two ops apart in the interleaved warm-up, so with
 // one exchange per op a stage would sit in a send of a Backward's gradient while its neighbour
 // sits in a send of its own Backward's gradient, each waiting for the other's receive; exchanging

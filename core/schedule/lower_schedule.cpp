@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "schedule/instruction_stream.hpp"
+#include "schedule/op_kinds.hpp"
 #include "schedule/schedule_shape.hpp"
 
 namespace ptdp {
@@ -12,6 +13,7 @@ namespace {
 
 // The transfer that brings `op`'s input to `stage`, if it comes from another stage.
 std::optional<Transfer> input_transfer(const ScheduleShape& shape, int stage, const ComputeOp& op) {
+  if (op.kind == OpKind::BackwardWeight) return std::nullopt;  // reads what its BackwardInput kept
   const int vs = virtual_stage_of(shape, stage, op.chunk);
   Transfer t;
   t.direction = Transfer::Direction::Recv;
@@ -32,6 +34,7 @@ std::optional<Transfer> input_transfer(const ScheduleShape& shape, int stage, co
 
 // The transfer that takes `op`'s result to the stage that consumes it, if that is another stage.
 std::optional<Transfer> output_transfer(const ScheduleShape& shape, int stage, const ComputeOp& op) {
+  if (op.kind == OpKind::BackwardWeight) return std::nullopt;  // weight gradients stay on the stage
   const int vs = virtual_stage_of(shape, stage, op.chunk);
   Transfer t;
   t.direction = Transfer::Direction::Send;
@@ -51,7 +54,9 @@ std::optional<Transfer> output_transfer(const ScheduleShape& shape, int stage, c
 
 // Every op of every stage with its dependencies: the next op of its stage, and the ops that use
 // its result (a Forward feeds the next virtual stage's Forward and its own Backward; a Backward
-// feeds the previous virtual stage's Backward). Answers "must op a run before op b?".
+// feeds the previous virtual stage's Backward). A BackwardInput stands where a Backward would; a
+// BackwardWeight feeds nothing and follows its BackwardInput on the same stage. Answers "must op
+// a run before op b?".
 class OpGraph {
  public:
   OpGraph(const ScheduleShape& shape, const std::vector<std::vector<ComputeOp>>& ops)
@@ -61,8 +66,9 @@ class OpGraph {
     by_op_.assign(2 * static_cast<size_t>(shape.microbatches) * virtual_stage_count(shape), -1);
     for (size_t s = 0; s < ops.size(); ++s)
       for (size_t i = 0; i < ops[s].size(); ++i)
-        by_op_[op_key(ops[s][i].kind, ops[s][i].microbatch,
-                      virtual_stage_of(shape, static_cast<int>(s), ops[s][i].chunk))] = id(static_cast<int>(s), i);
+        if (ops[s][i].kind != OpKind::BackwardWeight)
+          by_op_[op_key(ops[s][i].kind, ops[s][i].microbatch,
+                        virtual_stage_of(shape, static_cast<int>(s), ops[s][i].chunk))] = id(static_cast<int>(s), i);
     successors_.resize(nodes);
     for (size_t s = 0; s < ops.size(); ++s) {
       for (size_t i = 0; i < ops[s].size(); ++i) {
@@ -73,7 +79,7 @@ class OpGraph {
         if (op.kind == OpKind::Forward) {
           add(find(OpKind::Backward, op.microbatch, vs));
           if (vs + 1 < virtual_stage_count(shape)) add(find(OpKind::Forward, op.microbatch, vs + 1));
-        } else if (vs > 0) {
+        } else if (computes_input_gradient(op.kind) && vs > 0) {
           add(find(OpKind::Backward, op.microbatch, vs - 1));
         }
       }
@@ -83,6 +89,8 @@ class OpGraph {
   }
 
   int id(int stage, size_t index) const { return first_id_[stage] + static_cast<int>(index); }
+
+  // The Forward, or the op that computes the input gradient (Backward or BackwardInput).
   int find(OpKind kind, int microbatch, int virtual_stage) const {
     return by_op_[op_key(kind, microbatch, virtual_stage)];
   }
@@ -110,7 +118,7 @@ class OpGraph {
  private:
   size_t op_key(OpKind kind, int microbatch, int virtual_stage) const {
     return (static_cast<size_t>(microbatch) * virtual_stage_count(shape_) + virtual_stage) * 2 +
-           (kind == OpKind::Backward ? 1 : 0);
+           (kind == OpKind::Forward ? 0 : 1);
   }
 
   // Longest path from any source (Kahn's order); nodes on or behind a cycle keep INT_MAX.
@@ -161,7 +169,7 @@ std::vector<InstructionStream> lower_schedule(const ScheduleShape& shape,
       if (!pair_units || i + 1 >= ops.size()) return false;
       const ComputeOp& forward = ops[i];
       const ComputeOp& backward = ops[i + 1];
-      if (forward.kind != OpKind::Forward || backward.kind != OpKind::Backward) return false;
+      if (forward.kind != OpKind::Forward || !computes_input_gradient(backward.kind)) return false;
       auto input = input_transfer(shape, stage, backward);
       if (!input) return true;
       const int producer = graph->find(OpKind::Backward, backward.microbatch, input->source_virtual_stage);
@@ -182,9 +190,23 @@ std::vector<InstructionStream> lower_schedule(const ScheduleShape& shape,
     auto flush = [&](Instruction& group) {
       if (!group.transfers.empty()) stream.push_back(std::move(group));
     };
+    // A unit of BackwardWeight ops needs and sends nothing: the group before it already receives
+    // the inputs of the unit after it, so that weight gradients never hold back a neighbour
+    // waiting to send (its send and this stage's receive stay in the groups 1F1B pairs them in).
+    auto weight_only = [&](const std::pair<size_t, size_t>& unit) {
+      return std::all_of(ops.begin() + unit.first, ops.begin() + unit.second,
+                         [](const ComputeOp& op) { return op.kind == OpKind::BackwardWeight; });
+    };
+    size_t received = 0;  // units [0, received) have their inputs received
+    auto receive_next = [&](size_t from, Instruction& group) {
+      while (from < units.size() && weight_only(units[from])) ++from;
+      if (from >= units.size() || from < received) return;
+      receive_inputs(units[from], group);
+      received = from + 1;
+    };
     if (!units.empty()) {
       Instruction group{Instruction::Kind::Exchange, {}, {}};
-      receive_inputs(units.front(), group);
+      receive_next(0, group);
       flush(group);
     }
     for (size_t u = 0; u < units.size(); ++u) {
@@ -193,7 +215,7 @@ std::vector<InstructionStream> lower_schedule(const ScheduleShape& shape,
         stream.push_back(Instruction{Instruction::Kind::Compute, ops[j], {}});
         if (auto t = output_transfer(shape, stage, ops[j])) group.transfers.push_back(*t);
       }
-      if (u + 1 < units.size()) receive_inputs(units[u + 1], group);
+      receive_next(u + 1, group);
       flush(group);
     }
   }

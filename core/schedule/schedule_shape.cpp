@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "schedule/op_kinds.hpp"
+#include "schedule/op_label.hpp"
 #include "schedule/schedule_error.hpp"
 
 namespace ptdp {
@@ -29,9 +31,9 @@ void check_ops_in_range(const ScheduleShape& shape, const std::vector<std::vecto
     for (size_t i = 0; i < ops.size(); ++i) {
       const ComputeOp& op = ops[i];
       std::string where = "stage " + std::to_string(stage) + ", op " + std::to_string(i);
-      if (op.kind != OpKind::Forward && op.kind != OpKind::Backward)
+      if (!is_known_op_kind(op.kind))
         throw ScheduleError(where + ": unknown op kind " + std::to_string(static_cast<int>(op.kind)));
-      where += op.kind == OpKind::Forward ? " (Forward): " : " (Backward): ";
+      where += std::string(" (") + op_kind_name(op.kind) + "): ";
       if (op.microbatch < 0 || op.microbatch >= shape.microbatches)
         throw ScheduleError(where + "microbatch " + std::to_string(op.microbatch) +
                             " is out of range 0.." + std::to_string(shape.microbatches - 1));

@@ -27,9 +27,12 @@ std::string hex(Rgb c) {
 
 bool is_light(Rgb c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b > 150.0; }
 
-// Forwards blue and backwards green as in the paper's figures; higher chunks in lighter shades.
+// Forwards blue and backwards green as in the paper's figures, a split backward's weight
+// gradients (W) orange as in the zero-bubble paper's; higher chunks in lighter shades.
 Rgb op_colour(OpKind kind, int chunk, int chunks) {
-  const Rgb base = kind == OpKind::Forward ? Rgb{31, 95, 168} : Rgb{40, 135, 80};
+  const Rgb base = kind == OpKind::Forward          ? Rgb{31, 95, 168}
+                   : kind == OpKind::BackwardWeight ? Rgb{214, 120, 20}
+                                                    : Rgb{40, 135, 80};
   const double lighten = chunks > 1 ? 0.62 * chunk / (chunks - 1) : 0.0;
   return mix(base, Rgb{255, 255, 255}, lighten);
 }
@@ -72,7 +75,12 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
                                                                  " stages, the shape " + std::to_string(p));
   const std::string unit = labels.time_unit.empty() ? "" : " " + labels.time_unit;
   const double makespan = std::max(result.makespan, 1e-12);
-  const double shortest_op = std::min(options.t_forward, options.t_backward) / v;
+  bool split = false;  // a split backward: the picture shows its W boxes
+  for (const auto& timeline : result.timelines)
+    for (const TimedOp& t : timeline) split = split || t.op.kind == OpKind::BackwardWeight;
+  const double shortest_op =
+      std::min({options.t_forward, options.t_backward, split ? options.weight_time() : options.t_backward,
+                split ? options.t_backward - options.weight_time() : options.t_backward}) / v;
   // Wide enough for a two-digit number in the shortest box, within a readable page width.
   const double scale = std::min(std::max(900.0 / makespan, 24.0 / shortest_op), 2400.0 / makespan);
   const double left = 86, right = 28, top = 96, row_h = 30, row_gap = 10;
@@ -81,12 +89,14 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
 
   const std::string title =
       labels.scheduler + ": p = " + std::to_string(p) + ", v = " + std::to_string(v) + ", m = " +
-      std::to_string(shape.microbatches) + "  \u2014  bubble " + number(result.bubble_fraction) + " (paper: " +
+      std::to_string(shape.microbatches) + "  \u2014  bubble " + number(result.bubble_fraction) + (split ? " (1F1B's " : " (paper: ") +
       (v > 1 ? "(p\u22121)/(v\u00b7m)" : "(p\u22121)/m") + " = " + number(formula_bubble_fraction(shape)) + ")";
   const std::string times = "t_f = " + number(options.t_forward) + unit + ", t_b = " + number(options.t_backward) +
-                            unit + " per microbatch through a whole stage" +
+                            unit + (split ? " (of it t_w = " + number(options.weight_time()) + unit + ")" : "") +
+                            " per microbatch through a whole stage" +
                             (v > 1 ? " (a chunk takes 1/v of it)" : "") + "; transfer latency " +
-                            number(options.transfer_latency) + unit + ".";
+                            number(options.transfer_latency) + unit +
+                            (options.transfers_posted_ahead ? ", transfers posted ahead." : ".");
   const std::string reading = "Makespan " + number(result.makespan) + unit + ", ideal m\u00b7(t_f + t_b) = " +
                               number(result.ideal) + unit + ". Boxes show microbatch indices (from 0)" +
                               (v > 1 ? "; lighter shades are later chunks." : ".");
@@ -109,7 +119,7 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
       const Rgb fill = op_colour(t.op.kind, t.op.chunk, v);
       body += "<g>" + rect(x, y, w, row_h, fill, " stroke=\"#ffffff\" stroke-width=\"1\"");
       body += "<title>" +
-              xml_escaped(op_label(t.op, v) + ": " + (t.op.kind == OpKind::Forward ? "forward" : "backward") +
+              xml_escaped(op_label(t.op, v) + ": " + op_kind_category(t.op.kind) +
                      " of microbatch " + std::to_string(t.op.microbatch) + ", chunk " + std::to_string(t.op.chunk) +
                      " (virtual stage " + std::to_string(virtual_stage_of(shape, s, t.op.chunk)) + "), " +
                      number(t.start) + "\u2013" + number(t.end) + unit) +
@@ -143,10 +153,15 @@ std::string render_timeline_svg(const ScheduleShape& shape, const SimulationOpti
     std::string name;
   };
   std::vector<Entry> entries;
-  for (OpKind kind : {OpKind::Forward, OpKind::Backward})
+  std::vector<OpKind> kinds{OpKind::Forward, OpKind::Backward};
+  if (split) kinds.push_back(OpKind::BackwardWeight);
+  for (OpKind kind : kinds)
     for (int c = 0; c < v; ++c)
-      entries.push_back({op_colour(kind, c, v), std::string(kind == OpKind::Forward ? "forward" : "backward") +
-                                                    (v > 1 ? ", chunk " + std::to_string(c) : "")});
+      entries.push_back({op_colour(kind, c, v),
+                         std::string(kind == OpKind::BackwardWeight ? "weight gradients (W)"
+                                     : split && kind == OpKind::Backward ? "input gradient (B)"
+                                                                         : op_kind_category(kind)) +
+                             (v > 1 ? ", chunk " + std::to_string(c) : "")});
   entries.push_back({kIdle, "idle (bubble)"});
   double x = left, y = axis_y + 58;
   for (const Entry& e : entries) {
@@ -178,7 +193,7 @@ void add_timeline_to_trace(ChromeTrace& trace, int pid, const ScheduleShape& sha
   for (int s = 0; s < shape.stages; ++s) {
     trace.set_thread_name(pid, s, "stage " + std::to_string(s));
     for (const TimedOp& t : result.timelines[s])
-      trace.add_span(op_label(t.op, shape.chunks), t.op.kind == OpKind::Forward ? "forward" : "backward", pid, s,
+      trace.add_span(op_label(t.op, shape.chunks), op_kind_category(t.op.kind), pid, s,
                      t.start * labels.microseconds_per_unit, (t.end - t.start) * labels.microseconds_per_unit,
                      {{"microbatch", int64_t{t.op.microbatch}},
                       {"chunk", int64_t{t.op.chunk}},

@@ -1,8 +1,10 @@
 #include "schedule/schedule_verifier.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
+#include "schedule/op_kinds.hpp"
 #include "schedule/op_label.hpp"
 #include "schedule/schedule_error.hpp"
 #include "schedule/schedule_shape.hpp"
@@ -12,7 +14,7 @@ namespace ptdp {
 namespace {
 
 std::string op_name(const ComputeOp& op) {
-  return std::string(op.kind == OpKind::Forward ? "Forward" : "Backward") + " of microbatch " +
+  return std::string(op_kind_name(op.kind)) + " of microbatch " +
          std::to_string(op.microbatch) + ", chunk " + std::to_string(op.chunk);
 }
 
@@ -58,6 +60,10 @@ void check_stream(const ScheduleShape& shape, int stage, const std::vector<Compu
         throw ScheduleError(where_stage + ", instruction " + std::to_string(i) + ": the stream runs " +
                             op_label(op, shape.chunks) + " where the schedule has " +
                             (next_op < ops.size() ? op_label(ops[next_op], shape.chunks) : std::string("no more ops")));
+      if (op.kind == OpKind::BackwardWeight) {  // reads what its BackwardInput kept, sends nothing
+        ++next_op;
+        continue;
+      }
       const int vs = virtual_stage_of(shape, stage, op.chunk);
       const bool forward = op.kind == OpKind::Forward;
       const int source = forward ? vs - 1 : vs + 1;
@@ -109,6 +115,7 @@ void check_stream(const ScheduleShape& shape, int stage, const std::vector<Compu
     throw ScheduleError(where_stage + ": the stream ends before " + op_label(ops[next_op], shape.chunks) + " (op " +
                         std::to_string(next_op) + " of " + std::to_string(ops.size()) + ")");
   for (const ComputeOp& op : ops) {
+    if (op.kind == OpKind::BackwardWeight) continue;
     const int vs = virtual_stage_of(shape, stage, op.chunk);
     const bool forward = op.kind == OpKind::Forward;
     const int target = forward ? vs + 1 : vs - 1;
@@ -129,31 +136,47 @@ void check_schedule_ops(const ScheduleShape& shape, const std::vector<std::vecto
   const size_t units = static_cast<size_t>(shape.microbatches) * shape.chunks;
   for (int stage = 0; stage < shape.stages; ++stage) {
     const auto& ops = ops_per_stage[stage];
-    std::vector<long> forward_at(units, -1), backward_at(units, -1);
+    // Per (microbatch, chunk), the position of its op of each kind (OpKind's order), or -1.
+    std::vector<std::array<long, 4>> at(units, {-1, -1, -1, -1});
+    auto position = [&](size_t unit, OpKind kind) -> long& { return at[unit][static_cast<size_t>(kind)]; };
     for (size_t i = 0; i < ops.size(); ++i) {
       const ComputeOp& op = ops[i];
       const size_t unit = static_cast<size_t>(op.microbatch) * shape.chunks + op.chunk;
-      auto& seen = op.kind == OpKind::Forward ? forward_at : backward_at;
-      if (seen[unit] >= 0)
-        throw ScheduleError(at_op(stage, i, op, shape.chunks) + ": a second " + op_name(op) + " (the first is op " +
-                            std::to_string(seen[unit]) + ")");
-      if (op.kind == OpKind::Backward && forward_at[unit] < 0) {
-        auto later = std::find(ops.begin() + i, ops.end(), ComputeOp{OpKind::Forward, op.microbatch, op.chunk});
-        throw ScheduleError(at_op(stage, i, op, shape.chunks) + ": " + op_name(op) +
-                            (later == ops.end() ? " has no Forward on this stage"
-                                                : " runs before its Forward (op " +
-                                                      std::to_string(later - ops.begin()) + ")"));
+      const std::string where = at_op(stage, i, op, shape.chunks) + ": ";
+      if (position(unit, op.kind) >= 0)
+        throw ScheduleError(where + "a second " + op_name(op) + " (the first is op " +
+                            std::to_string(position(unit, op.kind)) + ")");
+      const OpKind other_backward = op.kind == OpKind::Backward ? OpKind::BackwardInput : OpKind::Backward;
+      if (computes_input_gradient(op.kind) && position(unit, other_backward) >= 0)
+        throw ScheduleError(where + op_name(op) + " after its " + op_kind_name(other_backward) + " (op " +
+                            std::to_string(position(unit, other_backward)) +
+                            "): a microbatch's backward runs whole or split into BackwardInput and BackwardWeight, "
+                            "not both");
+      const OpKind needed = op.kind == OpKind::BackwardWeight ? OpKind::BackwardInput : OpKind::Forward;
+      if (op.kind != OpKind::Forward && position(unit, needed) < 0) {
+        const ComputeOp before{needed, op.microbatch, op.chunk};
+        auto later = std::find(ops.begin() + i, ops.end(), before);
+        std::string why = later == ops.end() ? " has no " + std::string(op_kind_name(needed)) + " on this stage"
+                                             : " runs before its " + std::string(op_kind_name(needed)) + " (op " +
+                                                   std::to_string(later - ops.begin()) + ")";
+        if (op.kind == OpKind::BackwardWeight && position(unit, OpKind::Backward) >= 0)
+          why += ": its whole Backward (op " + std::to_string(position(unit, OpKind::Backward)) +
+                 ") already computed the weight gradients";
+        throw ScheduleError(where + op_name(op) + why);
       }
-      seen[unit] = static_cast<long>(i);
+      position(unit, op.kind) = static_cast<long>(i);
     }
     for (size_t unit = 0; unit < units; ++unit) {
       const int microbatch = static_cast<int>(unit / shape.chunks), chunk = static_cast<int>(unit % shape.chunks);
-      if (forward_at[unit] < 0)
-        throw ScheduleError("stage " + std::to_string(stage) + ": the schedule has no " +
-                            op_name({OpKind::Forward, microbatch, chunk}));
-      if (backward_at[unit] < 0)
-        throw ScheduleError("stage " + std::to_string(stage) + ": the schedule has no " +
-                            op_name({OpKind::Backward, microbatch, chunk}));
+      const std::string where = "stage " + std::to_string(stage) + ": the schedule ";
+      if (position(unit, OpKind::Forward) < 0)
+        throw ScheduleError(where + "has no " + op_name({OpKind::Forward, microbatch, chunk}));
+      const long input = position(unit, OpKind::BackwardInput);
+      if (position(unit, OpKind::Backward) < 0 && input < 0)
+        throw ScheduleError(where + "has no " + op_name({OpKind::Backward, microbatch, chunk}));
+      if (input >= 0 && position(unit, OpKind::BackwardWeight) < 0)
+        throw ScheduleError(where + "drops the " + op_name({OpKind::BackwardWeight, microbatch, chunk}) +
+                            " (its BackwardInput is op " + std::to_string(input) + ")");
     }
   }
 }
@@ -163,7 +186,9 @@ std::vector<int> peak_activations(const ScheduleShape& shape, const std::vector<
   for (int stage = 0; stage < shape.stages; ++stage) {
     int alive = 0, peak = 0;
     for (const ComputeOp& op : ops_per_stage[stage]) {
-      alive += op.kind == OpKind::Forward ? 1 : -1;
+      // A split backward's activations (what its BackwardWeight reads) live until the BackwardWeight.
+      if (op.kind == OpKind::Forward) ++alive;
+      if (computes_weight_gradient(op.kind)) --alive;
       peak = std::max(peak, alive);
     }
     peaks.push_back(peak);

@@ -11,13 +11,14 @@ namespace ptdp {
 
 struct ScheduleReport {
   // Per stage, the most (microbatch, chunk) activation sets alive at once: a Forward's saved
-  // activations live until its Backward. With one chunk per stage this counts microbatches; with
+  // activations live until its Backward, or under a split backward until its BackwardWeight
+  // (what the weight gradients read: the inputs of the layers and their output gradients). With one chunk per stage this counts microbatches; with
   // v chunks each set is a chunk's, 1/v of a whole stage's.
   std::vector<int> peak_activations;
 };
 
-// Every (microbatch, chunk) has exactly one Forward and one Backward on each stage, the Backward
-// after the Forward.
+// Every (microbatch, chunk) has exactly one Forward on each stage and, after it, either one
+// Backward or one BackwardInput and, after that, one BackwardWeight.
 void check_schedule_ops(const ScheduleShape& shape, const std::vector<std::vector<ComputeOp>>& ops_per_stage);
 
 // Peak activations per stage of ops that passed check_schedule_ops().

@@ -1,10 +1,14 @@
 #include "schedule/stream_replay.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <tuple>
 
+#include "schedule/op_kinds.hpp"
 #include "schedule/op_label.hpp"
 #include "schedule/schedule_error.hpp"
+#include "schedule/schedule_shape.hpp"
 
 namespace ptdp {
 namespace {
@@ -30,6 +34,15 @@ std::string ordinal(size_t k) {
                        : n % 10 == 3                     ? "rd"
                                                          : "th";
   return std::to_string(n) + suffix;
+}
+
+// The buffer a transfer carries, and the one a compute op reads from another virtual stage.
+std::tuple<int, int, int> buffer_key(const Transfer& t) {
+  return {static_cast<int>(t.payload), t.microbatch, t.source_virtual_stage};
+}
+std::tuple<int, int, int> input_key(const ComputeOp& op, int virtual_stage) {
+  if (op.kind == OpKind::Forward) return {static_cast<int>(Transfer::Payload::Activation), op.microbatch, virtual_stage - 1};
+  return {static_cast<int>(Transfer::Payload::Gradient), op.microbatch, virtual_stage + 1};
 }
 
 }  // namespace
@@ -67,6 +80,8 @@ StreamReplay replay_streams(const ScheduleShape& shape, const std::vector<Instru
     size_t index;
   };
   std::vector<std::vector<Pending>> pending(p);
+  // Posted ahead: per stage, its posted receives by (payload, microbatch, source virtual stage).
+  std::vector<std::map<std::tuple<int, int, int>, Pending>> inputs(p);
   std::vector<bool> posted(p, false);
   std::vector<double>& clock = replay.finish;
 
@@ -90,9 +105,24 @@ StreamReplay replay_streams(const ScheduleShape& shape, const std::vector<Instru
       while (pc < stream.size()) {
         const Instruction& ins = stream[pc];
         if (ins.kind == Instruction::Kind::Compute) {
-          const double duration = ins.op.kind == OpKind::Forward ? timing.forward : timing.backward;
-          replay.timelines[s].push_back(TimedOp{ins.op, clock[s], clock[s] + duration});
-          clock[s] += duration;
+          double start = clock[s];
+          if (timing.posted_ahead && ins.op.kind != OpKind::BackwardWeight) {
+            auto input = inputs[s].find(input_key(ins.op, virtual_stage_of(shape, s, ins.op.chunk)));
+            if (input != inputs[s].end()) {
+              const Pending& recv = input->second;
+              if (recv.index >= recv.channel->sends.size()) break;  // its sender has not posted yet
+              start = std::max(start, std::max(recv.channel->sends[recv.index].time,
+                                               recv.channel->recvs[recv.index].time) +
+                                          timing.transfer_latency);
+              inputs[s].erase(input);
+            }
+          }
+          const double duration = ins.op.kind == OpKind::Forward          ? timing.forward
+                                  : ins.op.kind == OpKind::Backward       ? timing.backward
+                                  : ins.op.kind == OpKind::BackwardWeight ? timing.weight
+                                                                          : timing.backward - timing.weight;
+          replay.timelines[s].push_back(TimedOp{ins.op, start, start + duration});
+          clock[s] = start + duration;
           ++pc;
           progress = true;
           continue;
@@ -111,10 +141,18 @@ StreamReplay replay_streams(const ScheduleShape& shape, const std::vector<Instru
             mine.push_back(Post{t, clock[s], s, pc});
             const size_t k = mine.size() - 1;
             if (k < theirs.size()) send ? check_pair(mine[k], theirs[k], k) : check_pair(theirs[k], mine[k], k);
-            pending[s].push_back(Pending{send, &ch, k});
+            if (!timing.posted_ahead)
+              pending[s].push_back(Pending{send, &ch, k});
+            else if (!send)
+              inputs[s][buffer_key(t)] = Pending{false, &ch, k};
           }
           posted[s] = true;
           progress = true;
+        }
+        if (timing.posted_ahead) {  // nothing to wait for here: the ops that read the inputs wait
+          posted[s] = false;
+          ++pc;
+          continue;
         }
         double done = clock[s];
         bool matched = true;
@@ -137,6 +175,15 @@ StreamReplay replay_streams(const ScheduleShape& shape, const std::vector<Instru
     }
   }
 
+  // Posted ahead, a stage waits in the op whose input never came: every post without its match
+  // is unmatched, the receives of the stage that waits for them among them.
+  if (timing.posted_ahead)
+    for (int from = 0; from < p; ++from)
+      for (int to = 0; to < p; ++to) {
+        const Channel& ch = channel(from, to);
+        for (size_t k = ch.recvs.size(); k < ch.sends.size(); ++k) replay.unmatched[from].push_back(ch.sends[k].transfer);
+        for (size_t k = ch.sends.size(); k < ch.recvs.size(); ++k) replay.unmatched[to].push_back(ch.recvs[k].transfer);
+      }
   for (int s = 0; s < p; ++s)
     for (const Pending& w : pending[s]) {
       const auto& mine = w.send ? w.channel->sends : w.channel->recvs;

@@ -4,6 +4,13 @@
 // matched by the peer's posted group, transfers between two stages match in posting order. The
 // verifier replays to find deadlocks and mismatched transfers; the simulator replays with op
 // times to get timelines. Whether the streams finish does not depend on the times.
+//
+// With ReplayTiming::posted_ahead a group does not hold its stage: its sends and receives are
+// posted when the stage reaches it and the stage goes on, and a compute op waits only for the
+// receive of its own input (as with asynchronous isend/irecv posted one op ahead). That is the
+// model the zero-bubble paper's bubble formulas assume: under blocking groups a stage that runs a
+// BackwardWeight holds back the neighbour that sends to it, and the weight gradients cannot fill
+// the bubble. The verifier always replays blocking groups, the executor's model.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -14,8 +21,10 @@ namespace ptdp {
 
 struct ReplayTiming {
   double forward = 1.0;           // one Forward through one chunk
-  double backward = 1.0;          // one Backward through one chunk
+  double backward = 1.0;          // one whole Backward through one chunk
+  double weight = 0.5;            // the part of it a split backward's BackwardWeight takes
   double transfer_latency = 0.0;  // from the later of the two posts to the transfer's completion
+  bool posted_ahead = false;      // groups do not block; compute waits for its own input only
 };
 
 struct TimedOp {

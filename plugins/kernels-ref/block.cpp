@@ -75,7 +75,8 @@ RefBlock::RefBlock(std::shared_ptr<const Partition> partition, int layer_index)
     : part_(std::move(partition)),
       layer_(layer_index),
       name_("layers." + std::to_string(layer_index)),
-      saved_("kernels-ref: " + name_) {
+      saved_("kernels-ref: " + name_),
+      weight_gradient_inputs_("kernels-ref: " + name_ + " weight gradients") {
   const Partition& p = *part_;
   std::shared_ptr<Parameter>* const in_table_order[] = {&ln1_weight_, &ln1_bias_, &qkv_weight_, &qkv_bias_,
                                                       &proj_weight_, &proj_bias_, &ln2_weight_, &ln2_bias_,
@@ -117,21 +118,34 @@ void RefBlock::linear_forward_of(const LinearSite& site, float* out, const float
   input_scale = x.scale;
 }
 
-void RefBlock::linear_backward_of(const LinearSite& site, float* din, const Parameter& weight, float* dbias,
-                                  const float* dout, const float* in, float input_scale, int64_t n, int64_t in_dim,
-                                  int64_t out_dim, const MicroBatch& mb) {
+void RefBlock::linear_backward_input_of(const LinearSite& site, float* din, const Parameter& weight,
+                                        const float* dout, const float* in, float input_scale, int64_t n,
+                                        int64_t in_dim, int64_t out_dim, const MicroBatch& mb,
+                                        BlockWeightGradientInputs& kept) {
   const Partition& p = *part_;
+  kept.linear_input[site.index].assign(in, in + n * in_dim);
+  kept.linear_output_grad[site.index].assign(dout, dout + n * out_dim);
+  kept.fp8_input_scale[site.index] = input_scale;
   if (!fp8_) {
     std::vector<float> copy;
-    return linear_backward(din, weight.grad(), dbias, dout, in,
-                           p.working_weights(weight.value(), out_dim * in_dim, copy), n, in_dim, out_dim);
+    return linear_backward_input(din, dout, p.working_weights(weight.value(), out_dim * in_dim, copy), n, in_dim,
+                                 out_dim);
   }
   const Fp8LinearScaling& scaling = fp8_linears_[site.index];
-  const Fp8Cast dy = fp8_cast(dout, n * out_dim, Fp8Operand::OutputGradient, site.output_gradient_sharded, scaling,
-                              p, mb.training);
-  const Fp8Cast x = fp8_cast_with_scale(in, n * in_dim, Fp8Operand::Input, input_scale);
+  Fp8Cast& dy = kept.linear_output_grad_fp8[site.index];
+  dy = fp8_cast(dout, n * out_dim, Fp8Operand::OutputGradient, site.output_gradient_sharded, scaling, p, mb.training);
   const Fp8Cast w = fp8_cast(weight.value(), out_dim * in_dim, Fp8Operand::Weight, true, scaling, p, mb.training);
-  fp8_linear_backward(din, weight.grad(), dbias, dout, dy, x, w, n, in_dim, out_dim);
+  fp8_linear_backward_input(din, dy, w, n, in_dim, out_dim);
+}
+
+void RefBlock::linear_backward_weight_of(const LinearSite& site, const Parameter& weight, float* dbias, int64_t n,
+                                         int64_t in_dim, int64_t out_dim, const BlockWeightGradientInputs& kept) const {
+  const float* in = kept.linear_input[site.index].data();
+  const float* dout = kept.linear_output_grad[site.index].data();
+  if (!fp8_) return linear_backward_weight(weight.grad(), dbias, dout, in, n, in_dim, out_dim);
+  const Fp8Cast x = fp8_cast_with_scale(in, n * in_dim, Fp8Operand::Input, kept.fp8_input_scale[site.index]);
+  fp8_linear_backward_weight(weight.grad(), dbias, dout, kept.linear_output_grad_fp8[site.index], x, n, in_dim,
+                             out_dim);
 }
 
 std::vector<ParamRef> RefBlock::parameters() {
@@ -219,17 +233,27 @@ void RefBlock::forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool 
 }
 
 void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
+  backward_input(mb, dout, din);
+  backward_weight(mb);
+}
+
+void RefBlock::backward_input(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   const Partition& p = *part_;
   const int64_t s = p.model.seq_len, b = p.model.micro_batch, h = p.model.hidden;
   const int64_t n = p.tokens(), nl = p.local_tokens(), hl = p.local_hidden(), fl = p.local_ffn();
   check_host_tensor(dout, DType::F32, {p.local_seq(), b, h}, name_ + " backward: dout");
   check_host_tensor(din, DType::F32, {p.local_seq(), b, h}, name_ + " backward: din");
+  weight_gradient_inputs_.require_free(mb.slot);
   BlockActivations a = saved_.take(mb.slot);
   recompute(a);
-  // Every gradient below adds to its accumulator; on the step's first backward the accumulators
-  // hold stale values (MicroBatch::first_gradient), so they start from zero.
-  if (mb.first_gradient)
-    for (const ParamRef& param : parameters()) std::fill_n(param.grad.as<float>(), param.grad.numel(), 0.0f);
+  BlockWeightGradientInputs kept;
+  auto keep_layer_norm = [&](int k, const std::vector<float>& x, const std::vector<float>& mean,
+                             const std::vector<float>& rstd, const float* dy) {
+    kept.ln_input[k] = x;
+    kept.ln_mean[k] = mean;
+    kept.ln_rstd[k] = rstd;
+    kept.ln_output_grad[k].assign(dy, dy + nl * h);
+  };
 
   // Gradient of the residual stream on this rank's rows, first at the block output (`din` may be
   // `dout`).
@@ -243,37 +267,65 @@ void RefBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
   std::vector<float> dbranch = dresidual;
   apply_dropout(dbranch.data(), p.model, mb, mlp_dropout_site(layer_), p.first_position(), p.local_seq());
   p.to_working(dbranch.data(), nl * h);
-  add_bias_gradient(fc2_bias_->grad(), dbranch.data(), nl, h);
+  kept.fc2_bias_grad_rows = dbranch;
   std::vector<float> dgelu = zeros(n * fl), dfc1 = zeros(n * fl), dln = zeros(n * h);
-  linear_backward_of(kFc2Site, dgelu.data(), *fc2_weight_, nullptr, row_parallel_output_grad(p, dbranch, dwhole),
-                     a.gelu.data(), a.fp8_input_scale[kFc2], n, fl, h, mb);
+  linear_backward_input_of(kFc2Site, dgelu.data(), *fc2_weight_, row_parallel_output_grad(p, dbranch, dwhole),
+                           a.gelu.data(), a.fp8_input_scale[kFc2], n, fl, h, mb, kept);
   gelu_backward(dfc1.data(), a.fc1.data(), dgelu.data(), n * fl);
   p.to_working(dfc1.data(), n * fl);
-  linear_backward_of(kFc1Site, dln.data(), *fc1_weight_, fc1_bias_->grad(), dfc1.data(),
-                     column_parallel_input(p, a.ln2, whole), a.fp8_input_scale[kFc1], n, h, fl, mb);
-  layer_norm_backward(dresidual.data(), ln2_weight_->grad(), ln2_bias_->grad(), column_parallel_input_grad(p, dln, dlocal),
-                      a.residual.data(), ln2_weight_->value(), a.ln2_mean.data(), a.ln2_rstd.data(), nl, h);
+  linear_backward_input_of(kFc1Site, dln.data(), *fc1_weight_, dfc1.data(), column_parallel_input(p, a.ln2, whole),
+                           a.fp8_input_scale[kFc1], n, h, fl, mb, kept);
+  const float* dln2 = column_parallel_input_grad(p, dln, dlocal);
+  keep_layer_norm(1, a.residual, a.ln2_mean, a.ln2_rstd, dln2);
+  layer_norm_backward_input(dresidual.data(), dln2, a.residual.data(), ln2_weight_->value(), a.ln2_mean.data(),
+                            a.ln2_rstd.data(), nl, h);
 
   // Attention half.
   dbranch = dresidual;
   apply_dropout(dbranch.data(), p.model, mb, attention_dropout_site(layer_), p.first_position(), p.local_seq());
   p.to_working(dbranch.data(), nl * h);
-  add_bias_gradient(proj_bias_->grad(), dbranch.data(), nl, h);
+  kept.proj_bias_grad_rows = dbranch;
   std::vector<float> dattn = zeros(n * hl), dqkv = zeros(n * 3 * hl);
-  linear_backward_of(kProjSite, dattn.data(), *proj_weight_, nullptr, row_parallel_output_grad(p, dbranch, dwhole),
-                     a.attn.data(), a.fp8_input_scale[kProj], n, hl, h, mb);
+  linear_backward_input_of(kProjSite, dattn.data(), *proj_weight_, row_parallel_output_grad(p, dbranch, dwhole),
+                           a.attn.data(), a.fp8_input_scale[kProj], n, hl, h, mb, kept);
   attention_backward(dqkv.data(), dattn.data(), a.qkv.data(), a.probs.data(),
                      AttentionShape{s, b, p.local_heads(), p.head_dim()});
   p.to_working(dqkv.data(), n * 3 * hl);
-  linear_backward_of(kQkvSite, dln.data(), *qkv_weight_, qkv_bias_->grad(), dqkv.data(),
-                     column_parallel_input(p, a.ln1, whole), a.fp8_input_scale[kQkv], n, h, 3 * hl, mb);
-  layer_norm_backward(dresidual.data(), ln1_weight_->grad(), ln1_bias_->grad(), column_parallel_input_grad(p, dln, dlocal),
-                      a.x.data(), ln1_weight_->value(), a.ln1_mean.data(), a.ln1_rstd.data(), nl, h);
+  linear_backward_input_of(kQkvSite, dln.data(), *qkv_weight_, dqkv.data(), column_parallel_input(p, a.ln1, whole),
+                           a.fp8_input_scale[kQkv], n, h, 3 * hl, mb, kept);
+  const float* dln1 = column_parallel_input_grad(p, dln, dlocal);
+  keep_layer_norm(0, a.x, a.ln1_mean, a.ln1_rstd, dln1);
+  layer_norm_backward_input(dresidual.data(), dln1, a.x.data(), ln1_weight_->value(), a.ln1_mean.data(),
+                            a.ln1_rstd.data(), nl, h);
 
   p.to_working(dresidual.data(), nl * h);
   std::copy(dresidual.begin(), dresidual.end(), din.as<float>());
+  weight_gradient_inputs_.put(mb.slot, std::move(kept));
 }
 
-void RefBlock::release(int slot) { saved_.release(slot); }
+void RefBlock::backward_weight(const MicroBatch& mb) {
+  const Partition& p = *part_;
+  const int64_t h = p.model.hidden, n = p.tokens(), nl = p.local_tokens(), hl = p.local_hidden(), fl = p.local_ffn();
+  const BlockWeightGradientInputs kept = weight_gradient_inputs_.take(mb.slot);
+  // Every gradient below adds to its accumulator; on the step's first backward the accumulators
+  // hold stale values (MicroBatch::first_gradient), so they start from zero.
+  if (mb.first_gradient)
+    for (const ParamRef& param : parameters()) std::fill_n(param.grad.as<float>(), param.grad.numel(), 0.0f);
+  add_bias_gradient(fc2_bias_->grad(), kept.fc2_bias_grad_rows.data(), nl, h);
+  linear_backward_weight_of(kFc2Site, *fc2_weight_, nullptr, n, fl, h, kept);
+  linear_backward_weight_of(kFc1Site, *fc1_weight_, fc1_bias_->grad(), n, h, fl, kept);
+  layer_norm_backward_weight(ln2_weight_->grad(), ln2_bias_->grad(), kept.ln_output_grad[1].data(),
+                             kept.ln_input[1].data(), kept.ln_mean[1].data(), kept.ln_rstd[1].data(), nl, h);
+  add_bias_gradient(proj_bias_->grad(), kept.proj_bias_grad_rows.data(), nl, h);
+  linear_backward_weight_of(kProjSite, *proj_weight_, nullptr, n, hl, h, kept);
+  linear_backward_weight_of(kQkvSite, *qkv_weight_, qkv_bias_->grad(), n, h, 3 * hl, kept);
+  layer_norm_backward_weight(ln1_weight_->grad(), ln1_bias_->grad(), kept.ln_output_grad[0].data(),
+                             kept.ln_input[0].data(), kept.ln_mean[0].data(), kept.ln_rstd[0].data(), nl, h);
+}
+
+void RefBlock::release(int slot) {
+  saved_.release(slot);
+  weight_gradient_inputs_.release(slot);
+}
 
 }  // namespace ptdp::kref

@@ -45,6 +45,19 @@ struct BlockActivations {
   float fp8_input_scale[kFp8BlockLinears] = {1.0f, 1.0f, 1.0f, 1.0f};
 };
 
+// What a split backward's backward_weight reads, kept by backward_input: per linear layer (by
+// kFp8BlockLinearNames' order) its input and output gradient as the GEMMs read them, per
+// LayerNorm its input rows, statistics and output gradient, and the row-parallel biases' output
+// gradient on this rank's rows. Copies: backward_input's buffers are reused as it goes.
+struct BlockWeightGradientInputs {
+  std::vector<float> linear_input[kFp8BlockLinears];
+  std::vector<float> linear_output_grad[kFp8BlockLinears];
+  Fp8Cast linear_output_grad_fp8[kFp8BlockLinears];  // under FP8, as backward_input cast it
+  float fp8_input_scale[kFp8BlockLinears] = {1.0f, 1.0f, 1.0f, 1.0f};
+  std::vector<float> ln_input[2], ln_mean[2], ln_rstd[2], ln_output_grad[2];  // ln1, ln2
+  std::vector<float> proj_bias_grad_rows, fc2_bias_grad_rows;
+};
+
 // How one of the block's four linear layers runs: its index in kFp8BlockLinearNames' order, and
 // which of its FP8 operands are split over the tensor-parallel group (the input of a row-parallel
 // layer, the output gradient of a column-parallel one; the weights always are).
@@ -60,7 +73,10 @@ class RefBlock final : public TransformerBlock {
 
   std::vector<ParamRef> parameters() override;
   void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) override;
+  // backward_input, then backward_weight.
   void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) override;
+  void backward_input(const MicroBatch& mb, const Tensor& dout, Tensor din) override;
+  void backward_weight(const MicroBatch& mb) override;
   void release(int slot) override;
   void bind_fp8_scaling(Tensor amax, Tensor scale) override;
 
@@ -70,9 +86,13 @@ class RefBlock final : public TransformerBlock {
   void linear_forward_of(const LinearSite& site, float* out, const float* in, const Parameter& weight,
                          const float* bias, int64_t n, int64_t in_dim, int64_t out_dim, const MicroBatch& mb,
                          float& input_scale);
-  void linear_backward_of(const LinearSite& site, float* din, const Parameter& weight, float* dbias,
-                          const float* dout, const float* in, float input_scale, int64_t n, int64_t in_dim,
-                          int64_t out_dim, const MicroBatch& mb);
+  // din from the output gradient, keeping in `kept` what the weight gradient needs.
+  void linear_backward_input_of(const LinearSite& site, float* din, const Parameter& weight, const float* dout,
+                                const float* in, float input_scale, int64_t n, int64_t in_dim, int64_t out_dim,
+                                const MicroBatch& mb, BlockWeightGradientInputs& kept);
+  // The weight's (and bias's, when non-null) gradient from what linear_backward_input_of kept.
+  void linear_backward_weight_of(const LinearSite& site, const Parameter& weight, float* dbias, int64_t n,
+                                 int64_t in_dim, int64_t out_dim, const BlockWeightGradientInputs& kept) const;
   // The LayerNorm of this rank's rows `x` into `ln` (rounded to the working type, as the GEMM
   // after it reads it), and its statistics.
   void layer_norm_of(std::vector<float>& ln, std::vector<float>& mean, std::vector<float>& rstd,
@@ -87,6 +107,7 @@ class RefBlock final : public TransformerBlock {
   std::shared_ptr<Parameter> ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
   std::shared_ptr<Parameter> ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
   SavedSlots<BlockActivations> saved_;
+  SavedSlots<BlockWeightGradientInputs> weight_gradient_inputs_;
   bool fp8_ = false;  // the recipe runs this block's GEMMs in FP8
   // The scaling tensors' rows, in the core's memory once bound (bind_fp8_scaling), else in
   // own_fp8_ (amax, then scale, each [kFp8BlockLinears, kFp8Operands]; scales 1).

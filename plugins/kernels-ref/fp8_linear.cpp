@@ -51,9 +51,18 @@ void fp8_linear_forward(float* out, const Fp8Cast& in, const Fp8Cast& weight, co
 
 void fp8_linear_backward(float* din, float* dweight, float* dbias, const float* dout, const Fp8Cast& dout_fp8,
                          const Fp8Cast& in, const Fp8Cast& weight, int64_t n, int64_t in_dim, int64_t out_dim) {
-  if (din != nullptr)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in_dim, out_dim, unscale(dout_fp8, weight),
-                dout_fp8.values.data(), out_dim, weight.values.data(), in_dim, 0.0f, din, in_dim);
+  if (din != nullptr) fp8_linear_backward_input(din, dout_fp8, weight, n, in_dim, out_dim);
+  fp8_linear_backward_weight(dweight, dbias, dout, dout_fp8, in, n, in_dim, out_dim);
+}
+
+void fp8_linear_backward_input(float* din, const Fp8Cast& dout_fp8, const Fp8Cast& weight, int64_t n, int64_t in_dim,
+                               int64_t out_dim) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in_dim, out_dim, unscale(dout_fp8, weight),
+              dout_fp8.values.data(), out_dim, weight.values.data(), in_dim, 0.0f, din, in_dim);
+}
+
+void fp8_linear_backward_weight(float* dweight, float* dbias, const float* dout, const Fp8Cast& dout_fp8,
+                                const Fp8Cast& in, int64_t n, int64_t in_dim, int64_t out_dim) {
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_dim, in_dim, n, unscale(dout_fp8, in),
               dout_fp8.values.data(), out_dim, in.values.data(), in_dim, 1.0f, dweight, in_dim);
   if (dbias != nullptr) add_bias_gradient(dbias, dout, n, out_dim);

@@ -40,5 +40,10 @@ void fp8_linear_forward(float* out, const Fp8Cast& in, const Fp8Cast& weight, co
 // (scales); dbias += column sums of the unrounded dout (when non-null).
 void fp8_linear_backward(float* din, float* dweight, float* dbias, const float* dout, const Fp8Cast& dout_fp8,
                          const Fp8Cast& in, const Fp8Cast& weight, int64_t n, int64_t in_dim, int64_t out_dim);
+// Its two parts: din (overwritten), and dweight and dbias (when non-null).
+void fp8_linear_backward_input(float* din, const Fp8Cast& dout_fp8, const Fp8Cast& weight, int64_t n, int64_t in_dim,
+                               int64_t out_dim);
+void fp8_linear_backward_weight(float* dweight, float* dbias, const float* dout, const Fp8Cast& dout_fp8,
+                                const Fp8Cast& in, int64_t n, int64_t in_dim, int64_t out_dim);
 
 }  // namespace ptdp::kref

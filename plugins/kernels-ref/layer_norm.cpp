@@ -24,6 +24,12 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* in, c
 
 void layer_norm_backward(float* din, float* dweight, float* dbias, const float* dout, const float* in,
                          const float* weight, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  layer_norm_backward_input(din, dout, in, weight, mean, rstd, n, c);
+  layer_norm_backward_weight(dweight, dbias, dout, in, mean, rstd, n, c);
+}
+
+void layer_norm_backward_input(float* din, const float* dout, const float* in, const float* weight, const float* mean,
+                               const float* rstd, int64_t n, int64_t c) {
   for (int64_t i = 0; i < n; ++i) {
     const float* x = in + i * c;
     const float* dy = dout + i * c;
@@ -42,9 +48,20 @@ void layer_norm_backward(float* din, float* dweight, float* dbias, const float* 
     for (int64_t j = 0; j < c; ++j) {
       const float xhat = (x[j] - mean[i]) * rstd[i];
       const float g = dy[j] * weight[j];
+      dx[j] += rstd[i] * (g - static_cast<float>(g_mean) - xhat * static_cast<float>(gx_mean));
+    }
+  }
+}
+
+void layer_norm_backward_weight(float* dweight, float* dbias, const float* dout, const float* in, const float* mean,
+                                const float* rstd, int64_t n, int64_t c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float* x = in + i * c;
+    const float* dy = dout + i * c;
+    for (int64_t j = 0; j < c; ++j) {
+      const float xhat = (x[j] - mean[i]) * rstd[i];
       dbias[j] += dy[j];
       dweight[j] += dy[j] * xhat;
-      dx[j] += rstd[i] * (g - static_cast<float>(g_mean) - xhat * static_cast<float>(gx_mean));
     }
   }
 }

@@ -10,9 +10,15 @@ void linear_forward(float* out, const float* in, const float* weight, const floa
                     int64_t in_dim, int64_t out_dim);
 
 // dweight += dout^T in; dbias += column sums of dout (when non-null); din = dout weight (when
-// non-null; overwritten).
+// non-null; overwritten): linear_backward_input, then linear_backward_weight.
 void linear_backward(float* din, float* dweight, float* dbias, const float* dout, const float* in,
                      const float* weight, int64_t n, int64_t in_dim, int64_t out_dim);
+// din = dout weight (overwritten).
+void linear_backward_input(float* din, const float* dout, const float* weight, int64_t n, int64_t in_dim,
+                           int64_t out_dim);
+// dweight += dout^T in; dbias += column sums of dout (when non-null).
+void linear_backward_weight(float* dweight, float* dbias, const float* dout, const float* in, int64_t n,
+                            int64_t in_dim, int64_t out_dim);
 
 // dbias[c] += column sums of dout[n, c]
 void add_bias_gradient(float* dbias, const float* dout, int64_t n, int64_t c);

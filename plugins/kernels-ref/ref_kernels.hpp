@@ -35,6 +35,9 @@ class RefKernels : public LayerKernels {
   uint32_t activation_memory_features() const override {
     return feature_bit(ActivationMemoryFeature::SequenceParallel) | feature_bit(ActivationMemoryFeature::SelectiveRecompute);
   }
+  // The blocks run backward_input and backward_weight; the embedding and head run their whole
+  // backward at a split backward's BackwardInput.
+  bool splits_backward() const override { return true; }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

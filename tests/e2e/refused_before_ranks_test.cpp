@@ -1,6 +1,7 @@
 // What `run` would refuse only after its ranks started, or after training, is refused before any
 // rank starts, and `validate` refuses the same manifests: precision the kernels do not compute in,
-// missing data, a checkpoint folder that cannot be written; and outputs of run itself (--trace,
+// missing data, a checkpoint folder that cannot be written, a shape the scheduler does not serve
+// (sched-zb with virtual stages); and outputs of run itself (--trace,
 // --metrics) that cannot be written.
 #include <gtest/gtest.h>
 
@@ -24,6 +25,9 @@ TEST(RefusedBeforeRanks, ValidateAndRunRefuseTheSameManifests) {
       {"a data file that does not exist", {"data.path=\"/nonexistent/tokens.bin\""}, "data.path[0]: \"/nonexistent/tokens.bin\": no such file"},
       {"no data", {"data.path=[]"}, "data.path is not set"},
       {"an unwritable checkpoint folder", {"checkpoint.dir=\"/proc/ptdp-checkpoints\""}, "cannot create folder /proc/ptdp-checkpoints"},
+      {"sched-zb with interleaving",
+       {"launch.nproc_per_node=2", "parallel.pipeline=2", "parallel.virtual_stages=2", "plugins.scheduler=\"sched-zb\""},
+       "sched-zb runs one model chunk per stage, got v = 2: set parallel.virtual_stages = 1"},
   };
   for (const Refusal& refusal : refusals) {
     std::string sets;

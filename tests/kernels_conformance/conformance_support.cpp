@@ -112,7 +112,7 @@ TensorMap whole_grads(LayerKernels& k, const std::vector<ParamRef>& params) {
 }
 
 BlockRun run_block(const KernelsUnderTest& under_test, const ModelSpec& m, const TensorMap& weights,
-                   const std::vector<float>& x, const std::vector<float>& dout, DType working) {
+                   const std::vector<float>& x, const std::vector<float>& dout, DType working, bool split_backward) {
   auto k = under_test.create();
   k->bind(binding(m, nullptr, 0, 1, working));
   auto block = k->make_block(1);
@@ -125,9 +125,24 @@ BlockRun run_block(const KernelsUnderTest& under_test, const ModelSpec& m, const
   BlockRun run;
   run.out = read_values(*k, out.view);
   write_values(*k, out.view, dout);
-  block->backward(mb, out.view, in.view);
-  run.din = read_values(*k, in.view);
+  if (split_backward) {
+    block->backward_input(mb, out.view, in.view);
+    run.din = read_values(*k, in.view);
+    run.grads_before_weight = whole_grads(*k, block->parameters());
+    block->backward_weight(mb);
+  } else {
+    block->backward(mb, out.view, in.view);
+    run.din = read_values(*k, in.view);
+  }
   run.grads = whole_grads(*k, block->parameters());
+  if (split_backward) {  // what backward_weight read is gone: a second one has nothing to read
+    try {
+      block->backward_weight(mb);
+      run.weight_inputs_released = false;
+    } catch (const Error&) {
+      run.weight_inputs_released = true;
+    }
+  }
   return run;
 }
 

@@ -45,13 +45,17 @@ std::vector<float> random_activation(const ModelSpec& m, uint64_t seed);
 void load(LayerKernels& k, const std::vector<ParamRef>& params, const TensorMap& global);
 TensorMap whole_grads(LayerKernels& k, const std::vector<ParamRef>& params);
 
-// One block's forward and backward on one rank.
+// One block's forward and backward on one rank; with `split_backward` the backward runs as
+// backward_input, then backward_weight (then a second backward_weight, which must find nothing).
 struct BlockRun {
   std::vector<float> out, din;
   TensorMap grads;
+  TensorMap grads_before_weight;        // split: the gradients between the two parts
+  bool weight_inputs_released = false;  // split: the second backward_weight was refused
 };
 BlockRun run_block(const KernelsUnderTest& under_test, const ModelSpec& m, const TensorMap& weights,
-                   const std::vector<float>& x, const std::vector<float>& dout, DType working = DType::F32);
+                   const std::vector<float>& x, const std::vector<float>& dout, DType working = DType::F32,
+                   bool split_backward = false);
 TensorMap block_weights(const ModelSpec& m, uint64_t seed);
 
 enum class Order { Sequential, AllForwardThenReverse };

@@ -102,6 +102,24 @@ class TransformerBlock {
   virtual std::vector<ParamRef> parameters() = 0;
   virtual void forward(const MicroBatch& mb, const Tensor& in, Tensor out, bool save) = 0;
   virtual void backward(const MicroBatch& mb, const Tensor& dout, Tensor din) = 0;
+  // Since ABI 1.9, for a plugin whose LayerKernels::splits_backward() is true (the core calls them
+  // for no other): backward() in two parts, as zero-bubble schedules run it. backward_input
+  // writes din from the saved forward and keeps what the weight gradients need (the inputs of the
+  // block's linear layers and LayerNorms and their output gradients) under mb.slot, touching no
+  // parameter gradient; backward_weight, later, adds every parameter gradient from what was kept
+  // (writing it where MicroBatch::first_gradient is set, as backward does) and frees it.
+  // backward_input then backward_weight gives what backward gives; release(slot) also frees what
+  // a backward_input kept.
+  virtual void backward_input(const MicroBatch& mb, const Tensor& dout, Tensor din) {
+    (void)mb;
+    (void)dout;
+    (void)din;
+    throw Error("this kernels plugin does not split the backward");
+  }
+  virtual void backward_weight(const MicroBatch& mb) {
+    (void)mb;
+    throw Error("this kernels plugin does not split the backward");
+  }
   virtual void release(int slot) = 0;
   // Since ABI 1.7, called once before the first forward when the binding's FP8 recipe is on and
   // runs this block in FP8 (Fp8Recipe::block_in_fp8). amax and scale are F32
@@ -286,6 +304,11 @@ class LayerKernels {
   // Since ABI 1.8. Bits of ActivationMemoryFeature the backend runs. Asked before bind(); the
   // core never asks a plugin of an older minor, which runs none.
   virtual uint32_t activation_memory_features() const { return 0; }
+  // Since ABI 1.9. Whether the blocks run TransformerBlock::backward_input and backward_weight.
+  // Asked before bind(); the core never asks a plugin of an older minor. Without them the core
+  // runs a zero-bubble schedule's BackwardInput as the whole backward and its BackwardWeight as
+  // nothing (the same losses, without the schedule's smaller bubble).
+  virtual bool splits_backward() const { return false; }
 };
 
 }  // namespace ptdp

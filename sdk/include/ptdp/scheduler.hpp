@@ -2,12 +2,20 @@
 // Scheduler: the order of compute ops one pipeline stage runs in a training step. It says
 // nothing about communication; the core lowers these ops into instruction streams with a fixed,
 // verified communication policy and verifies every schedule before anything executes.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ptdp {
 
-enum class OpKind : uint8_t { Forward, Backward };
+// Backward is a microbatch's whole backward through a chunk. Since ABI 1.9 a scheduler may split
+// it, as zero-bubble schedules do, into BackwardInput (the gradient of the chunk's input, which
+// the previous stage waits for) and BackwardWeight (the gradients of its weights, which nobody
+// waits for): then each (microbatch, chunk) has one BackwardInput and, later on the same stage,
+// one BackwardWeight instead of a Backward. The activations a microbatch keeps count as alive
+// until its BackwardWeight. A kernels plugin that does not split its backward runs the whole
+// backward at the BackwardInput and nothing at the BackwardWeight (LayerKernels::splits_backward).
+enum class OpKind : uint8_t { Forward, Backward, BackwardInput, BackwardWeight };
 
 struct ComputeOp {
   OpKind kind;

@@ -105,7 +105,8 @@ TEST(PluginRegistry, RefusesOtherAbiMajor) {
 
 TEST(PluginRegistry, RefusesNewerAbiMinor) {
   EXPECT_EQ(load_refusal("broken-abi-minor"),
-            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1.9, host supports 1.8");
+            "plugin " + probe_file("broken-abi-minor") + ": ABI mismatch: plugin built for ABI 1." +
+                std::to_string(PTDP_ABI_MINOR + 1) + ", host supports " + testing::kHostAbi);
 }
 
 TEST(PluginRegistry, RefusesACheckpointStoreBuiltBeforeItsInterfaceGrew) {
@@ -125,7 +126,7 @@ TEST(PluginRegistry, RefusesAKernelsPluginBuiltBeforeItsInterfaceGrew) {
 TEST(PluginRegistry, RefusesTooSmallDescriptor) {
   EXPECT_EQ(load_refusal("broken-struct-size"),
             "plugin " + probe_file("broken-struct-size") + ": ABI mismatch: descriptor is " +
-                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI 1.8) needs at least " +
+                std::to_string(offsetof(PluginDescriptor, destroy)) + " bytes, host (ABI " + testing::kHostAbi + ") needs at least " +
                 std::to_string(sizeof(PluginDescriptor)));
 }
 

@@ -7,8 +7,12 @@
 #include <string>
 
 #include "plugin/plugin_error.hpp"
+#include "ptdp/plugin.hpp"
 
 namespace ptdp::testing {
+
+// The ABI the host and the probe plugins are built for, as the registry writes it ("1.9").
+inline const std::string kHostAbi = std::to_string(PTDP_ABI_MAJOR) + "." + std::to_string(PTDP_ABI_MINOR);
 
 inline std::string probe_dir() {
   return std::filesystem::canonical(PTDP_PROBE_PLUGIN_DIR).string();

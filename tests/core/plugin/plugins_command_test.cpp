@@ -50,7 +50,7 @@ TEST(PluginsCommand, JsonListsPluginsWithSchemaAndRefusals) {
   ASSERT_NE(probe, nullptr) << run.output;
   EXPECT_EQ(probe->at("kind"), "scheduler");
   EXPECT_EQ(probe->at("version"), "2.1.0");
-  EXPECT_EQ(probe->at("abi"), "1.8");
+  EXPECT_EQ(probe->at("abi"), testing::kHostAbi);
   EXPECT_EQ(probe->at("toolchain"), PTDP_TOOLCHAIN);
   EXPECT_EQ(probe->at("path"), probe_file("sched-probe"));
   const nlohmann::json& config = probe->at("config");
@@ -102,7 +102,8 @@ TEST(PluginsCommand, EarlierFolderShadowsSameName) {
 TEST(PluginsCommand, TextListsPluginsAndRefusals) {
   const HostRun run = ptdp_host("plugins --path '" + probe_dir() + "'");
   ASSERT_EQ(run.status, 0) << run.output;
-  EXPECT_CONTAINS(run.output, "  sched-probe 2.1.0  scheduler  ABI 1.8  " PTDP_TOOLCHAIN "\n    " + probe_file("sched-probe"));
+  EXPECT_CONTAINS(run.output, "  sched-probe 2.1.0  scheduler  ABI " + testing::kHostAbi + "  " PTDP_TOOLCHAIN "\n    " +
+                                  probe_file("sched-probe"));
   EXPECT_CONTAINS(run.output, "    depth int default 2 in [1, 64]: forward ops per stage\n");
   EXPECT_CONTAINS(run.output, "    mode string default \"flash\" one of flash|naive: how to run\n");
   EXPECT_CONTAINS(run.output, "    label string required: a name for the run\n");
