@@ -9,10 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang: a test builds a plugin with it, to show that another compiler on the same libstdc++ loads.
+# iproute2, nftables, openmpi-bin, slurm-wlm, munge: the cluster tests (docs/cluster-tests.md) make
+# hosts of network namespaces and start jobs on them with mpirun and Slurm; python3-torch's
+# torchrun starts one too. python3-sentencepiece, python3-protobuf: transformers' AutoTokenizer
+# converts an exported SentencePiece model with them.
 packages=(build-essential clang cmake pkg-config git
   libtomlplusplus-dev libspdlog-dev libfmt-dev libboost-dev libcli11-dev
   libgtest-dev nlohmann-json3-dev libssl-dev libsentencepiece-dev libucx-dev ucx-utils libopenblas-dev python3-torch
-  python3-numpy python3-pip python3-yaml python3-requests python3-typing-extensions)
+  python3-numpy python3-pip python3-yaml python3-requests python3-typing-extensions
+  iproute2 nftables openmpi-bin slurm-wlm munge python3-sentencepiece python3-protobuf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,6 +1,7 @@
 // ptdp-host export hf CHECKPOINT OUT_DIR: a saved step as a Hugging Face GPT-2 folder
 // (config.json with every dimension, model.safetensors in GPT2LMHeadModel's names and layout,
-// the tokenizer when the step holds one), whatever layout trained it: each tensor is read whole
+// the tokenizer when the step holds one, with a tokenizer_config.json for a SentencePiece model),
+// whatever layout trained it: each tensor is read whole
 // from its shards.
 #include <spdlog/spdlog.h>
 
@@ -14,6 +15,7 @@
 #include "command_registry.hpp"
 #include "data/output_guard.hpp"
 #include "data/run_tokenizer.hpp"
+#include "data/sentencepiece_hf_config.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "manifest/run_config_json.hpp"
 #include "stored_step.hpp"
@@ -29,6 +31,18 @@ struct ExportArgs {
   std::string store = "ckpt-fs";
   int64_t step = 0;
 };
+
+// Written under a temporary name and renamed into place, so a failed write leaves no half file.
+void write_json(const fs::path& path, const nlohmann::json& value) {
+  TemporaryFile written(path.string() + ".tmp");
+  std::ofstream out(written.path());
+  out << value.dump(2) << "\n";
+  out.close();
+  std::error_code ec;
+  fs::rename(written.path(), path, ec);
+  if (!out || ec) throw Error(fmt::format("{}: cannot write", path.string()));
+  written.keep();
+}
 
 void export_hf(const ExportArgs& args) {
   // Nothing already there is replaced, and the checkpoint itself is never written into.
@@ -49,16 +63,7 @@ void export_hf(const ExportArgs& args) {
   fs::create_directories(args.out_dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create folder: {}", args.out_dir, ec.message()));
   write_safetensors((fs::path(args.out_dir) / "model.safetensors").string(), tensors);
-  const fs::path config_path = fs::path(args.out_dir) / "config.json";
-  {
-    TemporaryFile written(config_path.string() + ".tmp");
-    std::ofstream out(written.path());
-    out << hf_gpt2_config(config.model).dump(2) << "\n";
-    out.close();
-    fs::rename(written.path(), config_path, ec);
-    if (!out || ec) throw Error(fmt::format("{}: cannot write", config_path.string()));
-    written.keep();
-  }
+  write_json(fs::path(args.out_dir) / "config.json", hf_gpt2_config(config.model));
   // The tokenizer the step holds, under the name Hugging Face's loaders look for.
   std::string tokenizer_note;
   if (stored.metadata.contains("tokenizer")) {
@@ -67,6 +72,10 @@ void export_hf(const ExportArgs& args) {
     if (!tokenizer.file.empty()) {
       tokenizer.write_file((fs::path(args.out_dir) / name).string());
       tokenizer_note = fmt::format(" and its tokenizer ({}, {})", name, tokenizer.record.describe());
+      // A tokenizer.json names its own class; a bare tokenizer.model needs this beside it.
+      if (tokenizer.record.kind == "sentencepiece")
+        write_json(fs::path(args.out_dir) / "tokenizer_config.json",
+                   sentencepiece_hf_tokenizer_config(tokenizer.file, config.model.seq_len));
     }
   }
   spdlog::info("exported step {} of {} ({} tensors){} to {} as a Hugging Face GPT-2", stored.step, args.checkpoint,

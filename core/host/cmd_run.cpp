@@ -13,6 +13,7 @@
 #include "data/run_tokenizer.hpp"
 #include "launch/local_launcher.hpp"
 #include "launch/rank_environment.hpp"
+#include "launch/rendezvous_secret.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "profile/device_profiler_library.hpp"
 #include "runtime/stop_signal.hpp"
@@ -25,6 +26,7 @@ struct RunArgs {
   std::string manifest;
   std::vector<std::string> sets;
   int nproc = 0;
+  int node_rank = 0;  // which of launch.nnodes nodes this is, when ptdp-host starts the ranks
   TrainOptions train;
 };
 
@@ -49,9 +51,19 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   }
   // What concerns the whole job is said and checked once: by the process that starts our own
   // launcher's ranks (not again by them), or by rank 0 of an external launcher.
-  const bool speaks_for_job = !env || (env->launcher != "ptdp" && env->rank == 0);
-  if (speaks_for_job)
+  // Over several nodes that is node 0's launcher, which holds rank 0.
+  if (!env && args.node_rank >= config.launch.nnodes)
+    throw Error(fmt::format("--node-rank {}: outside launch.nnodes = {} (nodes 0 to {})", args.node_rank,
+                            config.launch.nnodes, config.launch.nnodes - 1));
+  if (env && args.node_rank != 0 && env->launcher != "ptdp")
+    throw Error(fmt::format("--node-rank is for ptdp-host's own launcher; {} places the ranks itself", env->launcher));
+  const bool speaks_for_job = (!env && args.node_rank == 0) || (env && env->launcher != "ptdp" && env->rank == 0);
+  if (speaks_for_job) {
+    // Notes say what the loader decided for the job (where parallel.data came from, a launch
+    // table an external launcher's world overrides), as validate prints them.
+    for (const std::string& note : config.notes) spdlog::info("note: {}", note);
     for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
+  }
   // Outputs written at the end (the trace) or by rank 0 only (the metrics) are tested first, so
   // that a run never trains for nothing.
   if (!env || env->rank == 0) {
@@ -74,11 +86,8 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
     }
   }
   const int nproc = config.launch.nproc_per_node;
-  if (config.launch.nnodes != 1)
-    throw Error(fmt::format("{}: launch.nnodes = {}: start one ptdp-host per rank with mpirun, srun or torchrun "
-                            "for a multi-node job; ptdp-host starts local ranks only",
-                            config.source, config.launch.nnodes));
-  if (nproc == 1) {
+  const int nnodes = config.launch.nnodes;
+  if (nproc == 1 && nnodes == 1) {
     try {
       RankEnvironment single;
       single.master_addr = "127.0.0.1";
@@ -91,9 +100,21 @@ int run_command(const RunArgs& args, const std::vector<std::string>& argv) {
   LaunchOptions launch;
   launch.master_addr = config.launch.master_addr;
   launch.master_port = config.launch.master_port;
+  launch.nnodes = nnodes;
+  launch.node_rank = args.node_rank;
   launch.stopped_by_signal_code = kExitStoppedBySignal;
-  spdlog::info("{}: starting {} ranks (p={} t={} d={} v={})", config.source, nproc, config.parallel.pipeline,
-               config.parallel.tensor, config.parallel.data, config.parallel.virtual_stages);
+  if (nnodes > 1 && is_loopback_host(launch.master_addr))
+    throw Error(fmt::format("{}: launch.nnodes = {} with launch.master_addr = \"{}\": the other nodes cannot "
+                            "reach a loopback address; give node 0's address on every node",
+                            config.source, nnodes, launch.master_addr));
+  if (nnodes > 1)
+    spdlog::info("{}: node {} of {}: starting ranks {} to {} of {} (p={} t={} d={} v={}), store at {}:{}",
+                 config.source, args.node_rank, nnodes, args.node_rank * nproc, (args.node_rank + 1) * nproc - 1,
+                 nproc * nnodes, config.parallel.pipeline, config.parallel.tensor, config.parallel.data,
+                 config.parallel.virtual_stages, launch.master_addr, launch.master_port);
+  else
+    spdlog::info("{}: starting {} ranks (p={} t={} d={} v={})", config.source, nproc, config.parallel.pipeline,
+                 config.parallel.tensor, config.parallel.data, config.parallel.virtual_stages);
   return launch_local_ranks(nproc, argv, launch);
 }
 
@@ -104,6 +125,10 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
   cmd->add_option("--set", args->sets, "Override a manifest key: --set parallel.tensor=2 (repeatable)");
   cmd->add_option("--nproc", args->nproc, "Local rank processes to start (default: launch.nproc_per_node)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--node-rank", args->node_rank,
+                  "Which node this is of launch.nnodes (0 holds rank 0 and the store at launch.master_addr); "
+                  "it starts ranks node-rank * nproc_per_node onwards (docs/launching.md)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--metrics", args->train.metrics_path, "Write one JSON object per step to this .jsonl file");
   cmd->add_option("--trace", args->train.trace_path, "Write a Chrome/Perfetto trace of every rank's timeline");
   cmd->add_option("--trace-steps", args->train.trace_steps,
@@ -116,6 +141,7 @@ const RegisterHostCommand registration{{"run", 10, [](CLI::App& root) {
     std::vector<std::string> argv = {"/proc/self/exe", "run", args->manifest};
     for (const auto& s : args->sets) argv.insert(argv.end(), {"--set", s});
     if (args->nproc > 0) argv.insert(argv.end(), {"--nproc", std::to_string(args->nproc)});
+    if (args->node_rank > 0) argv.insert(argv.end(), {"--node-rank", std::to_string(args->node_rank)});
     if (!args->train.metrics_path.empty()) argv.insert(argv.end(), {"--metrics", args->train.metrics_path});
     if (!args->train.trace_path.empty()) argv.insert(argv.end(), {"--trace", args->train.trace_path});
     argv.insert(argv.end(), {"--trace-steps", std::to_string(args->train.trace_steps)});

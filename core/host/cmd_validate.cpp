@@ -12,6 +12,7 @@
 #include "command_registry.hpp"
 #include "data/run_data.hpp"
 #include "data/run_tokenizer.hpp"
+#include "launch/rank_environment.hpp"
 #include "manifest/manifest_loader.hpp"
 #include "run_summary.hpp"
 #include "manifest_plugins.hpp"
@@ -57,7 +58,11 @@ void add_validate(CLI::App& root) {
                 "job on a machine that lacks them (a GPU job on a CPU machine)");
   cmd->callback([options] {
     try {
-      const RunConfig config = load_manifest(options->manifest, options->overrides);
+      // Under torchrun, mpirun or srun, validate judges the world those started, as run does.
+      std::optional<LaunchedWorld> launched;
+      if (const auto env = detect_rank_environment(); env && env->launcher != "ptdp")
+        launched = LaunchedWorld{env->launcher, env->world_size};
+      const RunConfig config = load_manifest(options->manifest, options->overrides, launched);
       std::vector<std::string> checked;
       if (!options->manifest_only) {
         checked = check_manifest_plugins(config);

@@ -66,7 +66,7 @@ class LocalJob {
     for (int rank = 0; rank < command.nproc; ++rank) {
       try {
         RankProcess process = start_rank(rank, command);
-        children_.push_back({rank, process.pid, true});
+        children_.push_back({command.first_rank + rank, process.pid, true});
         for (ForwardedOutput& o : process.output) output_.push_back(std::move(o));
       } catch (const Error& e) {
         report_(e.what());
@@ -207,9 +207,22 @@ class LocalJob {
 int launch_local_ranks(int nproc, const std::vector<std::string>& argv, const LaunchOptions& options) {
   if (nproc < 1) throw Error("launch: nproc " + std::to_string(nproc) + " < 1");
   if (argv.empty()) throw Error("launch: no command to run");
+  if (options.nnodes < 1 || options.node_rank < 0 || options.node_rank >= options.nnodes)
+    throw Error("launch: node rank " + std::to_string(options.node_rank) + " outside nnodes " +
+                std::to_string(options.nnodes));
+  const bool several_nodes = options.nnodes > 1;
+  if (several_nodes && options.master_port <= 0)
+    throw Error("launch: a job over " + std::to_string(options.nnodes) +
+                " nodes needs a fixed launch.master_port, the same on every node");
+  if (several_nodes && !rendezvous_secret())
+    throw Error(std::string("launch: a job over ") + std::to_string(options.nnodes) +
+                " nodes needs the job's secret on every node: set " + kRendezvousSecretFileVariable +
+                " (a file only you can read) or " + kRendezvousSecretVariable + " (docs/reliability.md)");
   RankCommand command;
   command.argv = argv;
   command.nproc = nproc;
+  command.first_rank = options.node_rank * nproc;
+  command.world_size = options.nnodes * nproc;
   command.master_addr = options.master_addr;
   command.master_port = options.master_port > 0 ? options.master_port : net::pick_free_port();
   // The job's rendezvous secret, unless one was given: then every rank already has it.

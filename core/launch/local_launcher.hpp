@@ -11,7 +11,13 @@ namespace ptdp {
 
 struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: a free port
+  int master_port = 0;  // 0: a free port (one node only)
+  // A job over `nnodes` nodes, each running this launcher with nproc ranks: this one is node
+  // `node_rank` and starts ranks node_rank · nproc .. (node_rank + 1) · nproc - 1. Node 0 holds
+  // rank 0 and with it the rendezvous store, on master_addr:master_port; every node must be
+  // given the job's secret (PTDP_RENDEZVOUS_SECRET or _FILE), since no node can hand it to the others.
+  int nnodes = 1;
+  int node_rank = 0;
   // After one rank fails (or the launcher is interrupted) the others get SIGTERM, and SIGKILL
   // once this has passed.
   std::chrono::milliseconds grace{5000};
@@ -28,7 +34,7 @@ struct LaunchOptions {
 };
 
 // Runs `argv` (argv[0] looked up in PATH; "/proc/self/exe" re-runs this program) as ranks
-// 0..nproc-1 with PTDP_RANK, PTDP_WORLD_SIZE, PTDP_LOCAL_RANK, PTDP_LOCAL_WORLD_SIZE,
+// 0..nproc-1 (of one node; see LaunchOptions::nnodes for several) with PTDP_RANK, PTDP_WORLD_SIZE, PTDP_LOCAL_RANK, PTDP_LOCAL_WORLD_SIZE,
 // PTDP_MASTER_ADDR and PTDP_MASTER_PORT set, and waits for all of them.
 // Output: rank 0 writes straight to the launcher's stdout and stderr (its progress reads as if
 // it ran alone); the lines of the other ranks are prefixed "[rank N] ".

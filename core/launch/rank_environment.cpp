@@ -96,6 +96,11 @@ std::optional<RankEnvironment> from_torchrun(const Variables& vars) {
   std::optional<std::string> addr = vars.text("MASTER_ADDR");
   if (!addr) throw Error("launch: torchrun environment without MASTER_ADDR");
   env.master_addr = *addr;
+  // torchrun always sets MASTER_ADDR (the host's name under --standalone). With every rank on
+  // this node the store stays on loopback, where no other machine reaches it and no secret is
+  // needed; PTDP_MASTER_ADDR still says otherwise.
+  if (env.local_world_size == env.world_size) env.master_addr = "127.0.0.1";
+  if (auto own = vars.text("PTDP_MASTER_ADDR")) env.master_addr = *own;
   env.master_port = vars.required("MASTER_PORT", "torchrun") + 1;
   return env;
 }
@@ -140,9 +145,15 @@ std::optional<RankEnvironment> from_slurm(const Variables& vars) {
                   *per_node + "'");
     env.local_world_size = counts[static_cast<size_t>(node)];
   }
-  std::optional<std::string> nodes = vars.text("SLURM_STEP_NODELIST");
-  if (!nodes) nodes = vars.text("SLURM_JOB_NODELIST");
-  if (nodes) env.master_addr = first_slurm_host(*nodes);
+  // Every rank on this node: the store stays on loopback (as for mpirun), where no other machine
+  // can reach it and no secret is needed.
+  if (env.local_world_size == env.world_size) {
+    env.master_addr = "127.0.0.1";
+  } else {
+    std::optional<std::string> nodes = vars.text("SLURM_STEP_NODELIST");
+    if (!nodes) nodes = vars.text("SLURM_JOB_NODELIST");
+    if (nodes) env.master_addr = first_slurm_host(*nodes);
+  }
   if (auto job = vars.text("SLURM_JOB_ID"))
     env.master_port = derived_port(*job + "." + vars.text("SLURM_STEP_ID").value_or("0"));
   apply_master_overrides(vars, env);

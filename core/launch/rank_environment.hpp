@@ -8,9 +8,12 @@
 //   srun (Slurm):        SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,
 //                        SLURM_STEP_TASKS_PER_NODE, SLURM_STEP_NODELIST
 // Checked in this order; the first launcher whose rank variable is set wins.
+// When every rank is on this node (local world = world) the store stays on 127.0.0.1 for every
+// launcher, torchrun's MASTER_ADDR notwithstanding; PTDP_MASTER_ADDR (and, for mpirun and srun,
+// MASTER_ADDR) still override it.
 // mpirun and srun carry no rendezvous address. MASTER_ADDR / MASTER_PORT are used when set;
-// otherwise the address is the first host of SLURM_STEP_NODELIST (srun puts rank 0 there) or
-// 127.0.0.1 when every rank is on this node (Open MPI), and the port is derived from the job id
+// otherwise the address is the first host of SLURM_STEP_NODELIST (srun puts rank 0 there), and
+// the port is derived from the job id
 // (SLURM_JOB_ID.SLURM_STEP_ID, or Open MPI's OMPI_MCA_ess_base_jobid / PMIX_NAMESPACE) so all
 // ranks agree without talking. A multi-node mpirun needs MASTER_ADDR (e.g. -x MASTER_ADDR=node1).
 #include <functional>

@@ -17,13 +17,19 @@ namespace ptdp {
 
 namespace {
 
-// The environment of rank `rank`: ours without any PTDP_* launch variables, then the rank's,
-// and the job's rendezvous secret when the launcher made one.
-std::vector<std::string> rank_environment(int rank, const RankCommand& command) {
+int job_rank(int local_rank, const RankCommand& command) { return command.first_rank + local_rank; }
+
+// The environment of the node's rank `local_rank`: ours without any PTDP_* launch variables, then
+// the rank's, and the job's rendezvous secret when the launcher made one.
+std::vector<std::string> rank_environment(int local_rank, const RankCommand& command) {
+  const int world = command.world_size > 0 ? command.world_size : command.nproc;
   const std::vector<std::pair<std::string, std::string>> own = {
-      {"PTDP_RANK", std::to_string(rank)},       {"PTDP_WORLD_SIZE", std::to_string(command.nproc)},
-      {"PTDP_LOCAL_RANK", std::to_string(rank)}, {"PTDP_LOCAL_WORLD_SIZE", std::to_string(command.nproc)},
-      {"PTDP_MASTER_ADDR", command.master_addr}, {"PTDP_MASTER_PORT", std::to_string(command.master_port)}};
+      {"PTDP_RANK", std::to_string(job_rank(local_rank, command))},
+      {"PTDP_WORLD_SIZE", std::to_string(world)},
+      {"PTDP_LOCAL_RANK", std::to_string(local_rank)},
+      {"PTDP_LOCAL_WORLD_SIZE", std::to_string(command.nproc)},
+      {"PTDP_MASTER_ADDR", command.master_addr},
+      {"PTDP_MASTER_PORT", std::to_string(command.master_port)}};
   auto overridden = [&](const std::string& entry) {
     const std::string name = entry.substr(0, entry.find('='));
     for (const auto& [k, v] : own)
@@ -80,12 +86,14 @@ Error cannot_start(int rank, const char* call) {
 
 }  // namespace
 
-RankProcess start_rank(int rank, const RankCommand& command) {
+RankProcess start_rank(int local_rank, const RankCommand& command) {
+  const int rank = job_rank(local_rank, command);
   std::vector<std::string> args = command.argv;
   std::vector<char*> c_args = c_strings(args);
-  std::vector<std::string> env = rank_environment(rank, command);
+  std::vector<std::string> env = rank_environment(local_rank, command);
   std::vector<char*> c_env = c_strings(env);
   net::FileDescriptor out_read, out_write, err_read, err_write;
+  // The launcher's own output is the job's rank 0's; on the other nodes every rank is prefixed.
   if (rank > 0) {
     int o[2], e[2];
     if (::pipe2(o, O_CLOEXEC) != 0) throw cannot_start(rank, "pipe()");

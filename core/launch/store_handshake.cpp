@@ -39,7 +39,8 @@ std::string as_string(const std::vector<uint8_t>& bytes) { return std::string(by
 
 }  // namespace
 
-bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_point deadline) {
+bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_point deadline,
+            std::string* refusal_out) {
   const std::string challenge = random_challenge();
   store_protocol::Writer hello;
   hello.u8(kVersion).u8(secret ? 1 : 0).bytes(challenge.data(), challenge.size());
@@ -71,6 +72,7 @@ bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_p
   verdict.u8(static_cast<uint8_t>(refusal.empty() ? store_protocol::Status::Ok : store_protocol::Status::Failed))
       .bytes(refusal.data(), refusal.size());
   const bool sent = store_protocol::send_frame(fd, verdict.data(), deadline) == net::IoResult::Done;
+  if (refusal_out) *refusal_out = refusal;
   return sent && refusal.empty();
 }
 

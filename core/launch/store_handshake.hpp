@@ -14,8 +14,10 @@
 
 namespace ptdp::store_handshake {
 
-// Server side. True when the client may go on; false when it was refused (told why) or left.
-bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_point deadline);
+// Server side. True when the client may go on; false when it was refused (told why, and the
+// reason left in `refusal`) or left.
+bool accept(int fd, const std::optional<std::string>& secret, net::Clock::time_point deadline,
+            std::string* refusal = nullptr);
 
 // Client side. Throws ptdp::Error saying why `where` refused or did not answer.
 void offer(int fd, const std::optional<std::string>& secret, net::Clock::time_point deadline, const std::string& where);

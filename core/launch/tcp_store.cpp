@@ -34,12 +34,14 @@ TcpStore::TcpStore(std::string master_addr, int master_port, int rank, int world
                 std::to_string(rank));
   const std::optional<std::string> secret = rendezvous_secret();
   const bool local = is_loopback_host(master_addr_);
+  // Every rank sees the same environment, so every rank refuses at once, rather than rank 0
+  // alone while the others wait out the timeout for a store that never comes.
+  if (!local && !secret)
+    throw Error("rendezvous: master_addr " + master_addr_ + " can be reached from other machines, and without a "
+                "secret anyone who reaches the store could read and write the job's keys: give every rank the "
+                "same " + kRendezvousSecretFileVariable + " (a file only you can read: head -c 32 /dev/urandom "
+                "> F; chmod 600 F), or " + kRendezvousSecretVariable);
   if (rank == 0) {
-    if (!local && !secret)
-      throw Error("rendezvous: master_addr " + master_addr_ + " can be reached from other machines, and without a "
-                  "secret anyone who reaches the store could read and write the job's keys: give every rank the "
-                  "same " + kRendezvousSecretFileVariable + " (a file only you can read: head -c 32 /dev/urandom "
-                  "> F; chmod 600 F), or " + kRendezvousSecretVariable);
     // Each rank keeps one connection; the slack covers reconnects while ranks start.
     StoreAccess access{local, secret, 2 * world_size + 16};
     server_ = std::make_unique<TcpStoreServer>(master_port, std::min(timeout, kLingerCap), std::move(access));

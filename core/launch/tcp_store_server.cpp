@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -24,6 +27,26 @@ namespace {
 
 // A connection has this long to finish the handshake; the ranks' own connect is immediate.
 constexpr std::chrono::seconds kHandshakeLimit{10};
+constexpr std::chrono::seconds kCapReportEvery{1};
+
+// "10.213.7.2:40112": where a connection came from, for the log.
+std::string peer_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "an unknown address";
+  char text[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (addr.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    port = ntohs(in->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    port = ntohs(in6->sin6_port);
+  }
+  return std::string(text) + ":" + std::to_string(port);
+}
 
 }  // namespace
 
@@ -75,6 +98,10 @@ void TcpStoreServer::accept_loop() {
     // Woken at least every second, so that the threads of connections that ended are joined
     // (and their stacks freed) whether or not more connections come.
     reap_finished_clients();
+    {
+      std::lock_guard lock(mutex_);
+      report_closed_at_cap();  // what the last second of a flood closed
+    }
     pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
     int rc = ::poll(fds, 2, 1000);
     if (rc < 0) {
@@ -91,7 +118,11 @@ void TcpStoreServer::accept_loop() {
     size_t open = 0;
     for (const Client& c : clients_) open += !c.finished;
     if (open >= static_cast<size_t>(access_.max_connections)) {
+      const std::string from = peer_address(fd);
       ::close(fd);  // a flood of connections must not cost a thread each
+      ++closed_at_cap_;
+      latest_at_cap_ = from;
+      report_closed_at_cap();
       continue;
     }
     Client& client = clients_.emplace_back();
@@ -100,11 +131,23 @@ void TcpStoreServer::accept_loop() {
   }
 }
 
+void TcpStoreServer::report_closed_at_cap() {
+  if (closed_at_cap_ == 0 || net::Clock::now() - cap_said_at_ < kCapReportEvery) return;
+  spdlog::warn("rendezvous: closed {} connection(s) at once (the latest from {}): {} are open, the cap for this job",
+               closed_at_cap_, latest_at_cap_, access_.max_connections);
+  closed_at_cap_ = 0;
+  cap_said_at_ = net::Clock::now();
+}
+
 void TcpStoreServer::serve(Client* client) {
   const int fd = client->socket.get();
   std::vector<uint8_t> request;
   try {
-    if (!store_handshake::accept(fd, access_.secret, net::Clock::now() + kHandshakeLimit)) throw Error("refused");
+    std::string refusal;
+    if (!store_handshake::accept(fd, access_.secret, net::Clock::now() + kHandshakeLimit, &refusal)) {
+      if (!refusal.empty()) spdlog::warn("rendezvous: refused a connection from {}: {}", peer_address(fd), refusal);
+      throw Error("refused");
+    }
     for (;;) {
       if (store_protocol::recv_frame(fd, request, net::Clock::time_point::max()) != net::IoResult::Done)
         break;

@@ -1,6 +1,8 @@
 #pragma once
 // The rendezvous store's server: a key-value map served over TCP by threads inside rank 0's
-// process. A get waits on the server until its key is set, so clients never poll.
+// process. A get waits on the server until its key is set, so clients never poll. A connection
+// refused (no secret, a wrong one) is logged with the address it came from and the reason, and
+// connections closed at the cap are counted in the log; the secret itself is never logged.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -54,6 +56,8 @@ class TcpStoreServer {
   void accept_loop();
   void reap_finished_clients();
   void serve(Client* client);
+  // Logs the connections closed at the cap since the last report, at most once a second; under mutex_.
+  void report_closed_at_cap();
   std::vector<uint8_t> handle(const std::vector<uint8_t>& request);
 
   net::FileDescriptor listener_;
@@ -67,6 +71,11 @@ class TcpStoreServer {
   std::map<std::string, std::vector<uint8_t>> values_;
   std::list<Client> clients_;
   bool stopping_ = false;
+  // Connections closed at the cap since the last line said so (one line a second at most, so
+  // that a flood cannot fill the log).
+  int closed_at_cap_ = 0;
+  std::string latest_at_cap_;
+  net::Clock::time_point cap_said_at_{};
   std::thread acceptor_;
 };
 

@@ -15,6 +15,21 @@ void settle_data_parallel(RunConfig& c, const ManifestLocator& at, bool data_giv
   const int64_t table_world = int64_t{c.launch.nproc_per_node} * c.launch.nnodes;
   const std::string table_text =
       fmt::format("nproc_per_node ({}) * nnodes ({}) = {}", c.launch.nproc_per_node, c.launch.nnodes, table_world);
+  if (data_given && launched) {
+    // The launcher's world is the job's: the launch table describes what ptdp-host would start
+    // itself, and under torchrun, mpirun or srun it started nothing. A table that disagrees is
+    // ignored, and the note says so, rather than refusing a job the launcher has already placed.
+    const int64_t d = par.data;
+    if (p * t * d != launched->size)
+      at.fail(at.blame({"parallel.pipeline", "parallel.tensor", "parallel.data"}),
+              fmt::format("pipeline ({}) * tensor ({}) * data ({}) = {} must equal the world size {} that {} reports",
+                          p, t, d, p * t * d, launched->size, launched->launcher));
+    if (table_world != launched->size)
+      c.notes.push_back(fmt::format("launch.nproc_per_node and nnodes ({}) are ignored: {} started {} ranks, "
+                                    "and its world is the job's",
+                                    table_text, launched->launcher, launched->size));
+    return;
+  }
   if (data_given) {
     const int64_t d = par.data;
     if (p * t * d != table_world)

@@ -18,7 +18,9 @@ struct LaunchedWorld {
 
 // Before the rules that use d. Left out (`data_given` false): sets parallel.data from the world
 // and notes where it came from, or throws ManifestError when pipeline · tensor does not divide
-// the world. Given: checks pipeline · tensor · data against launch.nproc_per_node · nnodes.
+// the world. Given: checks pipeline · tensor · data against the launcher's world when one
+// started the job (noting a launch table that disagrees, which is then ignored), else against
+// launch.nproc_per_node · nnodes.
 void settle_data_parallel(RunConfig& config, const ManifestLocator& locator, bool data_given,
                           const std::optional<LaunchedWorld>& launched);
 

@@ -140,6 +140,12 @@ void UcxWorld::connect(const CommInit& init) {
   ucp_worker_release_address(worker_, address);
   const std::string prefix = (init.key_prefix.empty() ? std::string("comm-ucx") : init.key_prefix) + "/ucx-address/";
   init.store->set(prefix + std::to_string(rank_), value);
+  // The host name travels beside the address, so that a failure can say which machine a lost
+  // peer was on (an administrator looks for the node, not the rank).
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  const std::string host_prefix = prefix.substr(0, prefix.size() - std::string("ucx-address/").size()) + "ucx-host/";
+  init.store->set(host_prefix + std::to_string(rank_), std::vector<uint8_t>(host, host + std::strlen(host)));
 
   peers_ = std::vector<Peer>(static_cast<size_t>(size_));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s_ * 1000)));
@@ -153,6 +159,8 @@ void UcxWorld::connect(const CommInit& init) {
     Peer& peer = peers_[static_cast<size_t>(r)];
     peer.world = this;
     peer.rank = r;
+    const std::vector<uint8_t> host_name = init.store->get(host_prefix + std::to_string(r), timeout);
+    peer.host.assign(host_name.begin(), host_name.end());
     ucp_ep_params_t ep_params{};
     ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -265,10 +273,15 @@ void UcxWorld::update(PostedMessage& t) {
   }
 }
 
+std::string UcxWorld::host_of(int world_rank) const {
+  if (world_rank < 0 || world_rank >= static_cast<int>(peers_.size())) return "?";
+  return peers_[static_cast<size_t>(world_rank)].host;
+}
+
 std::string UcxWorld::peer_name(const PostedMessage& t) const {
-  std::string name = "peer " + std::to_string(t.peer);
-  if (t.peer != t.world_peer) name += " (world rank " + std::to_string(t.world_peer) + ")";
-  return name;
+  std::string name = "peer " + std::to_string(t.peer) + " (";
+  if (t.peer != t.world_peer) name += "world rank " + std::to_string(t.world_peer) + ", ";
+  return name + "host " + peers_[static_cast<size_t>(t.world_peer)].host + ")";
 }
 
 std::optional<std::string> UcxWorld::broken_transfer(const PostedMessage& t) const {
@@ -377,7 +390,8 @@ void UcxWorld::check_interruptions(std::vector<PostedMessage>& transfers, const 
       const PostedMessage* waiting = first_pending(transfers);
       fail(transfers,
            context + (waiting ? "stopped waiting for " + peer_name(*waiting) + " because " : std::string()) +
-               "world rank " + std::to_string(tag_sender(info.sender_tag)) + " failed: " + text,
+               "world rank " + std::to_string(tag_sender(info.sender_tag)) + " (host " +
+               host_of(static_cast<int>(tag_sender(info.sender_tag))) + ") failed: " + text,
            false);
     }
   }

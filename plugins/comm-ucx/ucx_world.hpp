@@ -86,6 +86,7 @@ class UcxWorld {
     int rank = 0;
     ucp_ep_h ep = nullptr;
     std::atomic<ucs_status_t> failure{UCS_OK};  // set by UCX's error callback
+    std::string host;  // the peer's host name, which an error names: on a cluster, "which node?"
   };
 
   static void on_endpoint_error(void* arg, ucp_ep_h ep, ucs_status_t status);
@@ -105,6 +106,7 @@ class UcxWorld {
   // Sleeps until the worker has an event, abort() is called, or `ms` pass.
   void sleep_on_worker(int ms);
   std::string peer_name(const PostedMessage& t) const;
+  std::string host_of(int world_rank) const;
 
   PluginLog log_;
   int rank_ = 0;

@@ -112,6 +112,27 @@ TEST_F(TokenizerTravels, ExportWritesTheTokenizerBesideTheWeights) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("and its tokenizer (tokenizer.model, sentencepiece tok.model"), std::string::npos) << r.output;
   EXPECT_EQ(read_text(ws.dir() + "/hf/tokenizer.model"), read_text(model));
+  const nlohmann::json config = nlohmann::json::parse(read_text(ws.dir() + "/hf/tokenizer_config.json"));
+  EXPECT_EQ(config["tokenizer_class"], "LlamaTokenizer");
+  EXPECT_EQ(config["eos_token"], "</s>");
+  EXPECT_EQ(config["add_bos_token"], false) << "ptdp's encoding adds no BOS";
+}
+
+// Hugging Face's AutoTokenizer.from_pretrained loads the exported folder (it found no tokenizer
+// class for a bare tokenizer.model) and encodes text into the ids ptdp's tokenizer gives.
+TEST_F(TokenizerTravels, AutoTokenizerLoadsTheExportAndEncodesAsPtdpDoes) {
+  ASSERT_EQ(run_host_command("export hf " + dir + " " + ws.dir() + "/hf").exit_code, 0);
+  const std::string text = "line 12: the quick brown fox jumps over the lazy dog 873";
+  const CommandResult hf = run_shell(std::string("PYTHONPATH=") + PTDP_SOURCE_DIR "/.deps/python /usr/bin/python3 " +
+                                     PTDP_SOURCE_DIR "/tests/e2e/hf_autotokenizer_ids.py " + ws.dir() + "/hf '" + text + "'");
+  if (hf.exit_code == 3)
+    GTEST_SKIP() << hf.output << " (scripts/setup.sh installs transformers, python3-sentencepiece and python3-protobuf)";
+  ASSERT_EQ(hf.exit_code, 0) << hf.output;
+  std::vector<int32_t> ids;
+  open_tokenizer(model)->encode(text, ids);
+  std::string expected;
+  for (int32_t id : ids) expected += (expected.empty() ? "" : ",") + std::to_string(id);
+  EXPECT_EQ(hf.output.substr(0, hf.output.find('\n')), expected) << hf.output;
 }
 
 TEST_F(TokenizerTravels, ARunRefusesADataTokenizerThatDidNotMakeItsData) {

@@ -256,6 +256,47 @@ TEST(LocalLauncher, ExtraEnvironmentAndFixedPort) {
   EXPECT_NE(launcher.out().find("[rank 1] xyz 1 29999\n"), std::string::npos) << launcher.out();
 }
 
+TEST(LocalLauncher, OneNodeOfSeveralStartsItsShareOfTheJobsRanks) {
+  ::setenv("PTDP_RENDEZVOUS_SECRET", "the job's secret", 1);
+  LaunchOptions options;
+  options.master_addr = "10.0.0.1";
+  options.master_port = 29400;
+  options.nnodes = 3;
+  options.node_rank = 1;
+  LauncherProcess launcher(2, sh("echo \"$PTDP_RANK/$PTDP_WORLD_SIZE local $PTDP_LOCAL_RANK/$PTDP_LOCAL_WORLD_SIZE\""),
+                           options);
+  EXPECT_EQ(launcher.wait(), 0);
+  ::unsetenv("PTDP_RENDEZVOUS_SECRET");
+  // Node 1 of 3 with 2 ranks each holds ranks 2 and 3 of 6; every line is prefixed, since the
+  // launcher's own output is rank 0's, which runs on node 0.
+  EXPECT_NE(launcher.out().find("[rank 2] 2/6 local 0/2\n"), std::string::npos) << launcher.out();
+  EXPECT_NE(launcher.out().find("[rank 3] 3/6 local 1/2\n"), std::string::npos) << launcher.out();
+}
+
+// What launch_local_ranks refuses `options` with, or "started".
+std::string refusal_of(const LaunchOptions& options) {
+  try {
+    launch_local_ranks(2, {"/bin/true"}, options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "started";
+}
+
+TEST(LocalLauncher, SeveralNodesNeedAFixedPortAndTheJobsSecret) {
+  ::unsetenv("PTDP_RENDEZVOUS_SECRET");
+  ::unsetenv("PTDP_RENDEZVOUS_SECRET_FILE");
+  LaunchOptions options;
+  options.master_addr = "10.0.0.1";
+  options.nnodes = 2;
+  options.master_port = 29400;
+  EXPECT_NE(refusal_of(options).find("needs the job's secret on every node"), std::string::npos) << refusal_of(options);
+  options.master_port = 0;
+  EXPECT_NE(refusal_of(options).find("needs a fixed launch.master_port"), std::string::npos) << refusal_of(options);
+  options.node_rank = 2;
+  EXPECT_NE(refusal_of(options).find("node rank 2 outside nnodes 2"), std::string::npos) << refusal_of(options);
+}
+
 TEST(LocalLauncher, RefusesBadArguments) {
   EXPECT_THROW(launch_local_ranks(0, {"/bin/true"}, {}), Error);
   EXPECT_THROW(launch_local_ranks(2, {}, {}), Error);

@@ -68,6 +68,16 @@ TEST(RankEnvironment, Torchrun) {
   EXPECT_EQ(env->master_port, 29501) << "torchrun's agent owns MASTER_PORT itself";
 }
 
+TEST(RankEnvironment, TorchrunOnOneNodeKeepsTheStoreOnLoopback) {
+  // torchrun --standalone sets MASTER_ADDR to the host's name, which other machines may reach.
+  std::map<std::string, std::string> vars = {{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
+                                             {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "node7"},
+                                             {"MASTER_PORT", "29500"}};
+  EXPECT_EQ(detect(vars)->master_addr, "127.0.0.1");
+  vars["PTDP_MASTER_ADDR"] = "10.1.2.3";
+  EXPECT_EQ(detect(vars)->master_addr, "10.1.2.3") << "ptdp's own variable still wins";
+}
+
 TEST(RankEnvironment, TorchrunNeedsMasterAddress) {
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}}).find("MASTER_ADDR"),
             std::string::npos);
@@ -136,6 +146,16 @@ TEST(RankEnvironment, Slurm) {
   vars["MASTER_PORT"] = "4000";
   EXPECT_EQ(detect(vars)->master_addr, "10.1.2.3");
   EXPECT_EQ(detect(vars)->master_port, 4000);
+}
+
+TEST(RankEnvironment, SlurmOnOneNodeKeepsTheStoreOnLoopback) {
+  // srun -n 4 on one node: no other machine takes part, so nothing should be able to reach the store.
+  std::map<std::string, std::string> vars = {
+      {"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_NODEID", "0"},
+      {"SLURM_STEP_TASKS_PER_NODE", "4"}, {"SLURM_STEP_NODELIST", "node7"}, {"SLURM_JOB_ID", "5"}};
+  EXPECT_EQ(detect(vars)->master_addr, "127.0.0.1");
+  vars["MASTER_ADDR"] = "10.1.2.3";
+  EXPECT_EQ(detect(vars)->master_addr, "10.1.2.3") << "an explicit address still wins";
 }
 
 TEST(RankEnvironment, SlurmNodeIdOutsideTasksPerNode) {

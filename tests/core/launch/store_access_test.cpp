@@ -68,6 +68,16 @@ TEST(StoreAccess, ReachableFromOtherMachinesItRefusesToStartWithoutASecret) {
               HasSubstr("master_addr node7 can be reached from other machines"));
 }
 
+TEST(StoreAccess, WithoutASecretEveryRankRefusesAtOnceNotOnlyRankZero) {
+  ::unsetenv(kRendezvousSecretVariable);
+  ::unsetenv(kRendezvousSecretFileVariable);
+  // Rank 3 would otherwise wait its whole 30 s for a store rank 0 refused to start.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(error_of([] { TcpStore("node7", 29500, 3, 4, 30s); }),
+              HasSubstr("master_addr node7 can be reached from other machines"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
 TEST(StoreAccess, WithASecretEveryConnectionMustProveIt) {
   std::optional<TcpStore> server;
   {

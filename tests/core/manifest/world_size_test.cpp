@@ -1,6 +1,7 @@
 // parallel.data and the world: a manifest that leaves d out takes it from the world (the launch
 // table's, or the one an external launcher reports), saying so; one that gives it is checked
-// against both, as before.
+// against the launcher's world when one started the job (a launch table that disagrees is then
+// ignored, with a note), else against the launch table.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,16 @@ using ::testing::StartsWith;
 
 // kManifest without parallel.data: p 2 · t 2 on launch.nproc_per_node = 8.
 const std::string kDataLeftOut = edited(kManifest, {{"data = 2\n", ""}});
+
+// The loader's refusal of `manifest` under an external launcher's world, or "accepted".
+std::string refusal_under(const std::string& manifest, const LaunchedWorld& world) {
+  try {
+    load_manifest_string(manifest, "t.toml", {}, world);
+  } catch (const ManifestError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
 
 TEST(WorldSize, LeftOutDataIsTheLaunchTablesWorldOverPipelineAndTensor) {
   const RunConfig c = load_manifest_string(kDataLeftOut, "t.toml");
@@ -61,14 +72,7 @@ TEST(WorldSize, AnExternalLaunchersWorldDecidesLeftOutData) {
   EXPECT_NO_THROW(check_world_size(c, 16));
   EXPECT_THAT(c.notes, ElementsAre("parallel.data = 4: the manifest leaves it out, so it is the world size 16 that "
                                    "srun reports over pipeline (2) * tensor (2)"));
-  const std::string error = [] {
-    try {
-      load_manifest_string(kDataLeftOut, "t.toml", {}, LaunchedWorld{"torchrun", 6});
-    } catch (const ManifestError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  }();
+  const std::string error = refusal_under(kDataLeftOut, LaunchedWorld{"torchrun", 6});
   EXPECT_THAT(error, StartsWith("t.toml:"));
   EXPECT_THAT(error, ::testing::EndsWith(
                          ": parallel.pipeline: parallel.data is left out, so it is the world size over pipeline * "
@@ -76,18 +80,20 @@ TEST(WorldSize, AnExternalLaunchersWorldDecidesLeftOutData) {
                          "reports"));
 }
 
-TEST(WorldSize, GivenDataIsCheckedAgainstTheLaunchTableAndTheLaunchersWorld) {
-  const RunConfig c = load_manifest_string(kManifest, "t.toml", {}, LaunchedWorld{"srun", 16});
-  EXPECT_EQ(c.parallel.data, 2);
-  EXPECT_TRUE(c.notes.empty());
-  EXPECT_NO_THROW(check_world_size(c, 8));
-  try {
-    check_world_size(c, 16);
-    FAIL() << "accepted a world of 16";
-  } catch (const ManifestError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "t.toml: parallel: pipeline (2) * tensor (2) * data (2) = 8 does not match the world size 16");
-  }
+TEST(WorldSize, GivenDataIsCheckedAgainstTheLaunchersWorldAndALaunchTableThatDisagreesIsIgnored) {
+  // torchrun started 4 ranks of p 2 · t 2 · d 1; the manifest's table says 8 (it was refused).
+  const RunConfig c = load_manifest_string(kManifest, "t.toml", {"parallel.data=1"}, LaunchedWorld{"torchrun", 4});
+  EXPECT_EQ(c.parallel.data, 1);
+  EXPECT_NO_THROW(check_world_size(c, 4));
+  EXPECT_THAT(c.notes, ElementsAre("launch.nproc_per_node and nnodes (nproc_per_node (8) * nnodes (1) = 8) are "
+                                   "ignored: torchrun started 4 ranks, and its world is the job's"));
+  // A table that agrees is worth no note.
+  EXPECT_TRUE(load_manifest_string(kManifest, "t.toml", {}, LaunchedWorld{"srun", 8}).notes.empty());
+  // A layout that does not fill the launcher's world is refused naming the launcher.
+  const std::string error = refusal_under(kManifest, LaunchedWorld{"srun", 16});
+  EXPECT_THAT(error, ::testing::EndsWith("pipeline (2) * tensor (2) * data (2) = 8 must equal the world size 16 "
+                                         "that srun reports"));
+  // Without a launcher the table is the world, as before.
   EXPECT_THAT(load_error(kManifest, {"launch.nproc_per_node=16"}),
               ::testing::HasSubstr("pipeline (2) * tensor (2) * data (2) = 8 must equal the world size "
                                    "nproc_per_node (16) * nnodes (1) = 16"));

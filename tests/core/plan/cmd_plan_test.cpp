@@ -57,6 +57,23 @@ TEST(HostPlanCommand, SvgDrawsThroughputAgainstPipelineAndTensor) {
   for (size_t at = text.find("<rect class=\"cell"); at != std::string::npos; at = text.find("<rect class=\"cell", at + 1))
     ++cells;
   EXPECT_EQ(cells, 10);
+  // Shaded by step time, the ranking's measure: a faster cell is never lighter, and the best is
+  // the darkest and fastest (shading by TFLOP/s, which counts the recomputed forward, made a
+  // slower recomputing layout look better than the best).
+  const std::regex cell(R"re(<rect class="cell( best)?"[^>]* fill="#([0-9a-f]{2})[0-9a-f]{4}"[^>]* data-step-s="([0-9.e+-]+)")re");
+  std::vector<std::pair<double, int>> shaded;  // step time, red channel (lower is darker)
+  double best_step = -1;
+  for (std::sregex_iterator it(text.begin(), text.end(), cell), end; it != end; ++it) {
+    const double step = std::stod((*it)[3]);
+    if (step <= 0) continue;  // no fit
+    shaded.emplace_back(step, std::stoi((*it)[2], nullptr, 16));
+    if ((*it)[1].matched) best_step = step;
+  }
+  ASSERT_GE(shaded.size(), 2u) << text;
+  std::sort(shaded.begin(), shaded.end());
+  EXPECT_EQ(best_step, shaded.front().first);
+  for (size_t i = 1; i < shaded.size(); ++i) EXPECT_GE(shaded[i].second, shaded[i - 1].second) << text;
+  EXPECT_LT(shaded.front().second, shaded.back().second) << "every cell shaded alike";
 }
 
 TEST(HostPlanCommand, TheGivenLayoutsModelStateIsShownWithAndWithoutTheDistributedOptimizer) {

@@ -53,6 +53,13 @@ void require_mentions(const std::string& message, const std::string& word, const
   require(message.find(word) != std::string::npos, what + ": '" + word + "' missing from: " + message);
 }
 
+// How an error names a peer on this machine: "peer 1 (host NAME)" (every rank here is on it).
+std::string on_this_host(const std::string& peer) {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return peer + " (host " + name + ")";
+}
+
 Tensor floats(std::vector<float>& v) { return Tensor{v.data(), DType::F32, {static_cast<int64_t>(v.size())}, {}}; }
 
 // Runs body as every rank of a world whose communicator is made from `options`.
@@ -171,12 +178,12 @@ TEST(CommUcx, OwnTimeoutOverridesTheJobs) {
     const auto start = Clock::now();
     if (rank == 0) {
       const std::string message = error_of([&] { comm.recv(floats(v), 1, 3); });
-      require_mentions(message, "recv: timed out after 0.8 s waiting for peer 1", "rank 0");
+      require_mentions(message, "recv: timed out after 0.8 s waiting for " + on_this_host("peer 1"), "rank 0");
       require(seconds_since(start) < 3, "timed out only after " + std::to_string(seconds_since(start)) + " s");
     } else {
       std::this_thread::sleep_for(1500ms);
       const std::string message = error_of([&] { comm.barrier(); });
-      require_mentions(message, "world rank 0 failed", "rank 1");
+      require_mentions(message, on_this_host("world rank 0") + " failed", "rank 1");
     }
   }));
 }
@@ -187,7 +194,8 @@ void check_size_mismatch(size_t receive, const std::string& expected) {
     std::vector<float> sent(8, 1.0f), received(receive);
     if (rank == 0) {
       comm.send(floats(sent), 1, 1);
-      require_mentions(error_of([&] { comm.barrier(); }), "world rank 1 failed", "rank 0 after rank 1's failure");
+      require_mentions(error_of([&] { comm.barrier(); }), on_this_host("world rank 1") + " failed",
+                       "rank 0 after rank 1's failure");
     } else {
       require_mentions(error_of([&] { comm.recv(floats(received), 0, 1); }), expected, "rank 1");
     }
@@ -195,11 +203,11 @@ void check_size_mismatch(size_t receive, const std::string& expected) {
 }
 
 TEST(CommUcx, ReceiveBufferTooSmallIsReported) {
-  check_size_mismatch(4, "recv: message from peer 0 is larger than the 16-byte buffer");
+  check_size_mismatch(4, "recv: message from " + on_this_host("peer 0") + " is larger than the 16-byte buffer");
 }
 
 TEST(CommUcx, ReceiveBufferTooLargeIsReported) {
-  check_size_mismatch(16, "recv: received 32 bytes from peer 0, expected 64");
+  check_size_mismatch(16, "recv: received 32 bytes from " + on_this_host("peer 0") + ", expected 64");
 }
 
 TEST(CommUcx, RefusesWhatItCannotMove) {
