@@ -12,7 +12,7 @@ build=${BUILD_DIR:-build-gpu}
 [ "$build" = build-gpu ] && cmake --preset gpu >/dev/null
 cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks kernels-fused-adam-bandwidth comm-nccl-device-test test-conformance-comm test-conformance-kernels \
   ptdp-plugin-kernels-fused ptdp-plugin-comm-nccl ptdp-plugin-kernels-ref ptdp-plugin-comm-ucx \
-  ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-ckpt-fs ptdp-profiler-cupti
+  ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-sched-zb ptdp-plugin-ckpt-fs ptdp-profiler-cupti
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
