@@ -50,22 +50,27 @@ std::vector<ActivationChoice> activation_choices(const RunConfig& config, bool s
 }
 
 nlohmann::ordered_json activation_choices_json(const RunConfig& config, const std::vector<int>& peak_activations) {
-  nlohmann::ordered_json bytes = nlohmann::ordered_json::object(), stages = nlohmann::ordered_json::object();
+  nlohmann::ordered_json bytes = nlohmann::ordered_json::object(), stages = nlohmann::ordered_json::object(),
+                         flash_stages = nlohmann::ordered_json::object();
   std::string this_run;
   const int last = static_cast<int>(peak_activations.size()) - 1;
   for (const ActivationChoice& c : activation_choices(config, true)) {
     bytes[c.name] = c.layer_bytes;
-    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
-    for (int stage = 0; stage <= last; ++stage)
+    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array(), flash = nlohmann::ordered_json::array();
+    for (int stage = 0; stage <= last; ++stage) {
       per_stage.push_back(
           stage_activation_bytes(config.model, c.layout, true, peak_activations[stage], stage == last));
+      flash.push_back(stage_activation_bytes(config.model, c.layout, false, peak_activations[stage], stage == last));
+    }
     stages[c.name] = std::move(per_stage);
+    flash_stages[c.name] = std::move(flash);
     if (c.this_run) this_run = c.name;
   }
   return {{"formula", "Korthikanti et al. 2022, section 4: 16-bit activations of one layer and microbatch"},
-          {"attention_scores", "in memory (flash attention keeps none: 5*a*s^2*b/t less where kept)"},
+          {"attention_scores", "in memory in layer_bytes and stage_bytes; stage_bytes_flash_attention keeps none"},
           {"layer_bytes", bytes},
           {"stage_bytes", stages},
+          {"stage_bytes_flash_attention", flash_stages},
           {"this_run", this_run}};
 }
 

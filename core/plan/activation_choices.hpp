@@ -28,7 +28,8 @@ struct ActivationChoice {
 std::vector<ActivationChoice> activation_choices(const RunConfig& config, bool scores_in_memory);
 
 // {"formula": ..., "attention_scores": "in memory", "layer_bytes": {name: bytes, ...},
-//  "stage_bytes": {name: [bytes of stage 0, 1, ...], ...}, "this_run": name}; peak_activations: the
+//  "stage_bytes": {name: [bytes of stage 0, 1, ...], ...}, "stage_bytes_flash_attention": the same
+//  without the attention scores (kernels that run flash attention), "this_run": name}; peak_activations: the
 // microbatch-chunks each stage keeps at its peak (the schedule verifier's), one per stage.
 nlohmann::ordered_json activation_choices_json(const RunConfig& config, const std::vector<int>& peak_activations);
 

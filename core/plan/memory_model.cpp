@@ -34,13 +34,16 @@ double layer_activation_bytes(const RunConfig::Model& m, const PlanLayout& layou
   const double replicated_over = layout.sequence_parallel ? t : 1;
   // The 10: the two LayerNorms' inputs (4) and outputs (4, the QKV and FC1 inputs), the two
   // dropout masks (2). The 24/t: Q and K (4), V (2), the projection's input (2), FC1's output (8)
-  // and the GeLU's (8, FC2's input).
-  double replicated = 10, split = 24;
+  // and the GeLU's (8, FC2's input). A model without dropout keeps no masks: the 10 is 8, and of
+  // the scores' 5 (softmax output 2, dropout mask 1, dropout output 2) only the softmax's 2 remain,
+  // the dropout's output being the softmax's.
+  const bool dropout = m.dropout > 0;
+  double replicated = dropout ? 10 : 8, split = 24;
   if (layout.recomputes(RecomputeModule::LayerNorm)) replicated -= 4;
   if (layout.recomputes(RecomputeModule::MlpActivation)) split -= 8;
   double bytes = sbh * (replicated / replicated_over + split / t);
   if (scores_in_memory && !layout.recomputes(RecomputeModule::CoreAttention))
-    bytes += 5.0 * m.heads * m.seq_len * static_cast<double>(m.seq_len) * layout.micro_batch / t;
+    bytes += (dropout ? 5.0 : 2.0) * m.heads * m.seq_len * static_cast<double>(m.seq_len) * layout.micro_batch / t;
   return bytes;
 }
 

@@ -40,7 +40,8 @@ MemoryBreakdown memory_per_gpu(const RunConfig::Model& model, const PlanLayout& 
 // paper's §4, docs/memory.md): s·b·h·(10/t' + 24/t) with t' = t under sequence parallelism (else
 // 1), less what selective recomputation recomputes (the LayerNorm outputs, 4·s·b·h/t'; the GeLU
 // output, 8·s·b·h/t), plus 5·a·s²·b/t where the attention scores are kept in memory and
-// core_attention is not recomputed.
+// core_attention is not recomputed. Without dropout (model.dropout = 0) there are no masks:
+// s·b·h·(8/t' + 24/t), and 2·a·s²·b/t of scores.
 double layer_activation_bytes(const RunConfig::Model& model, const PlanLayout& layout, bool scores_in_memory);
 double layer_activation_bytes(const RunConfig::Model& model, const PlanLayout& layout, const ClusterSpec& cluster);
 // What a layer keeps under full recomputation: its input, 2·s·b·h/t' bytes.

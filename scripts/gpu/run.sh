@@ -270,26 +270,32 @@ activation-memory)
   # The 1.3B model at t 2 and t 4 (ranks sharing the GPU over comm-ucx), sequence parallelism off
   # and on, selective recomputation of the LayerNorms and the GeLU off and on (core_attention
   # saves only flash attention's statistics): each rank's activations from kernels-fused's
-  # allocator (its end-of-run line), beside docs/memory.md's formula without the attention scores.
+  # allocator (its end-of-run line), beside the planner's prediction for this run that the metrics
+  # header records (activation_memory.stage_bytes_flash_attention: the layers and the fp32
+  # logits); and each layout's losses beside one rank's (t 1, comm-nccl), within bf16 rounding.
+  RUN_LIMIT_S=240 timed_run activations-t1 examples/gpt-1gpu.toml --set run.steps=3 --set run.log_every=3
   for t in 2 4; do for sp in false true; do for sel in none selective; do
     name="activations-t$t-sp-$sp-$sel"
     args=(--nproc $t --set parallel.tensor=$t --set launch.ranks_per_gpu=$t --set 'plugins.communicator="comm-ucx"'
           --set parallel.sequence_parallel=$sp --set run.steps=3 --set run.log_every=3)
     [ $sel = selective ] && args+=(--set 'parallel.recompute="selective"' --set 'parallel.recompute_modules=["layernorm","mlp_activation"]')
     RUN_LIMIT_S=240 timed_run "$name" examples/gpt-1gpu.toml "${args[@]}"
-    row "1.3B t=$t sp=$sp $sel" "$(python3 - "$OUT/$name.log" "$t" "$sp" "$sel" <<'PY'
-import re, sys
-log, t, sp, sel = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "true", sys.argv[4]
-found = [float(x) for x in re.findall(r"activations and workspace at most ([0-9.]+) GiB", open(log, errors="replace").read())]
-s, b, h, l = 2048, 4, 2048, 24
-# Bytes per layer in units of s*b*h (docs/memory.md), flash attention: no 5*a*s/h term.
-per = 34 / t if sp else 10 + 24 / t
-if sel == "selective": per -= (4 / t if sp else 4) + 8 / t
-predicted = per * s * b * h * l / 2**30
-if not found: print(f"no allocator line (predicted {predicted:.2f} GiB)")
-else: print(f"{max(found):.2f} GiB a rank at most ({len(found)} ranks; predicted {predicted:.2f} GiB for the layers, {max(found) / predicted:.2f}x)")
+    row "1.3B t=$t sp=$sp $sel" "$(python3 - "$OUT/$name.log" "$OUT/$name.jsonl" <<'PY'
+import json, os, re, sys
+found = [float(x) for x in re.findall(r"activations and workspace at most ([0-9.]+) GiB", open(sys.argv[1], errors="replace").read())]
+predicted = None
+for line in open(sys.argv[2]) if os.path.exists(sys.argv[2]) else []:
+    r = json.loads(line)
+    if r.get("record") == "header":
+        m = r["activation_memory"]
+        predicted = m["stage_bytes_flash_attention"][m["this_run"]][0] / 2**30
+        break
+if predicted is None: print(f"no metrics header (allocator: {found})")
+elif not found: print(f"no allocator line (planner {predicted:.2f} GiB)")
+else: print(f"{max(found):.2f} GiB a rank at most ({len(found)} ranks); planner {predicted:.2f} GiB: {max(found) / predicted:.2f}x")
 PY
 )"
+    row "1.3B t=$t sp=$sp $sel, losses vs t 1" "$(loss_gap "$OUT/$name.jsonl" "$OUT/activations-t1.jsonl" 3)"
   done; done; done
   pack_logs
   ;;

@@ -1,8 +1,10 @@
 #pragma once
 // Which plugins a conformance suite checks: the entries of its environment variable when set,
-// else every plugin of its kind this build made (found in PTDP_TEST_PLUGIN_DIR, set for every
-// test), so that a plugin is held to its kind's suite as soon as it is built (the CUDA ones on a
-// CUDA build).
+// else every plugin of its kind this build made, so that a plugin is held to its kind's suite as
+// soon as it is built (the CUDA ones on a CUDA build). They are looked for where the suite loads
+// them from: PTDP_TEST_PLUGIN_DIR (the build's folder, set for every test), then lib/ptdp beside
+// the program's bin/ — the only one of the two that exists where scripts/gpu's bundle runs.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -24,11 +26,12 @@ inline std::vector<std::string> plugins_under_test(const char* variable, char se
       if (!entry.empty()) entries.push_back(entry);
     return entries;
   }
-  PluginRegistry registry({PTDP_TEST_PLUGIN_DIR});
+  PluginRegistry registry(PluginRegistry::default_search_path({PTDP_TEST_PLUGIN_DIR}));
   for (const DiscoveredPlugin& p : registry.discover()) {
     if (!p.descriptor || p.descriptor->kind != kind) continue;
     const std::string file = std::filesystem::path(p.path).stem().string();  // libptdp-<name>
-    entries.push_back(file.substr(std::string("libptdp-").size()));
+    std::string name = file.substr(std::string("libptdp-").size());
+    if (std::find(entries.begin(), entries.end(), name) == entries.end()) entries.push_back(std::move(name));
   }
   return entries;
 }

@@ -55,6 +55,10 @@ TEST(RunHeader, ActivationMemoryPerStageFollowsEachStagesPeak) {
     const double layers_per_stage = double(h.settings["model"]["layers"].get<int>()) / 2;
     EXPECT_DOUBLE_EQ(stages[0].get<double>(), 3 * layers_per_stage * layer.get<double>());
     EXPECT_GT(stages[1].get<double>(), 1 * layers_per_stage * layer.get<double>()) << "the logits";
+    const auto& flash = memory["stage_bytes_flash_attention"][choice];
+    ASSERT_EQ(flash.size(), 2u);
+    if (choice.rfind("selective", 0) == 0) EXPECT_DOUBLE_EQ(flash[0].get<double>(), stages[0].get<double>());
+    else EXPECT_LT(flash[0].get<double>(), stages[0].get<double>()) << "without the scores";
   }
 }
 
