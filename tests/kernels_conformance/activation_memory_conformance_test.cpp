@@ -69,8 +69,13 @@ TEST_P(ActivationMemoryConformance, SelectiveRecomputationOfEachModuleMatchesKee
     for (const auto& [name, bits] : choices) {
       const ModelRun recomputed = run_model(under_test(), m, 2, 2, Order::AllForwardThenReverse, false, false,
                                             DType::F32, {sp, bits});
-      EXPECT_TRUE(close("losses recomputing " + name, recomputed.losses, kept.losses, tol.repeat));
-      expect_close(recomputed.grads, kept.grads, tol.repeat, "gradient recomputing " + name);
+      // A recomputed GeLU may come from another kernel than the forward's: kernels-fused's
+      // gelu_epilogue option takes the forward's from cuBLASLt's epilogue and the recomputed one
+      // from its own kernel, one rounding of the activation type apart, which moved FC2's weight
+      // gradient by 2.6e-3 on an H100 (2026-12-05). Everything else recomputes its own bits.
+      const double tolerance = (bits & module_bit(RecomputeModule::MlpActivation)) ? tol.block_output : tol.repeat;
+      EXPECT_TRUE(close("losses recomputing " + name, recomputed.losses, kept.losses, tolerance));
+      expect_close(recomputed.grads, kept.grads, tolerance, "gradient recomputing " + name);
     }
   }
 }

@@ -182,7 +182,13 @@ TEST_P(KernelsConformance, Fp8BlockMatchesTheReferenceUnderBothRecipes) {
   // block's output and input gradient, and at most 0.11 for its parameter gradients (ln1.weight,
   // with dropout). A wrong scale, layout or format is off by far more.
   const double output_tolerance = emulated ? 1e-5 : 6e-2, grad_tolerance = emulated ? 1e-5 : 0.15;
-  const double repeat = std::max(tolerances().repeat, emulated ? 0.0 : 1e-3);
+  // The delayed recipe given the tensorwise run's scales repeats it, but for one thing: kernels-fused
+  // computes FC2's input under the delayed recipe in its cast (docs/precision.md), under the
+  // tensorwise one where its gelu_epilogue option says (cuBLASLt's epilogue by default), one bf16
+  // rounding apart, which puts some values on the other side of an FP8 rounding boundary: on an
+  // H100 (2026-12-05) the block's output moved 8.3e-3, its input gradient 1.7e-2, its parameter
+  // gradients 1.3e-2 and the amaxes 4.1e-3. A wrong scale or a dropped amax is off by far more.
+  const double repeat = emulated ? tolerances().repeat : 3e-2;
   for (const ModelSpec& m : with_and_without_dropout()) {
     SCOPED_TRACE("dropout " + std::to_string(m.dropout));
     const TensorMap weights = block_weights(m, 3);
