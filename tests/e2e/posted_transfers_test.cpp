@@ -17,10 +17,10 @@ TEST(PostedTransfers, GroupsRunOnTheirLaneAndWeightGradientsRunBesideThem) {
   TinyGptWorkspace ws;
   const std::string trace = ws.dir() + "/trace.json";
   // Ops of a few milliseconds (h 128, s 64), long enough to outlast a group now and then.
-  const HostRun run = ws.run({"run.steps=3", "model.hidden=128", "model.seq_len=64", "parallel.pipeline=4",
+  const HostRun run = ws.run({"run.steps=5", "model.hidden=128", "model.seq_len=64", "parallel.pipeline=4",
                               "plugins.scheduler=\"sched-zb\""},
                              4,
-                             "--trace " + trace + " --trace-steps 2");
+                             "--trace " + trace + " --trace-steps 4");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto ranks = spans_by_rank(trace);
   ASSERT_EQ(ranks.size(), 4u) << run.output;
@@ -44,7 +44,7 @@ TEST(PostedTransfers, GroupsRunOnTheirLaneAndWeightGradientsRunBesideThem) {
           break;
         }
   }
-  EXPECT_GT(beside_a_group, 0) << "no W ran while a group of transfers was in flight";
+  EXPECT_GT(beside_a_group, 0) << "no W of four steps ran while a group of transfers was in flight:\n" << run.output;
 }
 
 }  // namespace
