@@ -61,12 +61,17 @@ void run_plan(const PlanOptions& options) {
     check_gpu_count(config, cluster);
     const auto& p = config.parallel;
     context = {options.manifest, options.cluster, &cluster, {config.model, p.global_batch, p.world_size()}};
-    const PlanLayout given{p.pipeline,        p.tensor,
-                           p.data,            p.micro_batch,
-                           p.virtual_stages,  p.full_recompute(),
-                           p.distributed_optimizer, p.scatter_gather,
-                           p.sequence_parallel, recompute_modules_of(config)};
     PipelineSimulation simulation(options.plugin_paths);
+    PlanLayout given{p.pipeline,        p.tensor,
+                     p.data,            p.micro_batch,
+                     p.virtual_stages,  p.full_recompute(),
+                     p.distributed_optimizer, p.scatter_gather,
+                     p.sequence_parallel, recompute_modules_of(config)};
+    // The planner plans with the stock schedulers: the given layout splits the backward when the
+    // manifest's scheduler is the one that serves its shape that way.
+    given.split_backward =
+        p.pipeline > 1 && simulation.scheduler_name({p.pipeline, p.virtual_stages, p.microbatches()}, true) ==
+                              config.plugins.scheduler;
     result = plan_layouts(context.request, given, cluster, simulation);
     if (!options.svg_file.empty())
       write_file(options.svg_file,
@@ -101,7 +106,7 @@ void add_plan(CLI::App& root) {
       ->type_name("KEY=VALUE");
   cmd->add_flag("--json", options->json,
                 "Print one JSON object: given, best, why, candidates (each with pipeline, tensor, data, micro_batch, "
-                "virtual_stages, recompute, sequence_parallel, fits, memory_gib, step_time_s, tflops_per_gpu)");
+                "virtual_stages, scheduler, split_backward, recompute, sequence_parallel, fits, memory_gib, step_time_s, tflops_per_gpu)");
   cmd->add_option("--svg", options->svg_file, "Draw predicted throughput against (p, t) to this SVG file")
       ->type_name("FILE");
   cmd->add_option("--top", options->top, "Ranked layouts to list in the text output")

@@ -38,7 +38,8 @@ PlanCandidate evaluate_layout(const PlanRequest& r, const PlanLayout& l, const C
   c.layout = l;
   c.microbatches = r.global_batch / (l.micro_batch * l.data);
   const ScheduleShape shape{l.pipeline, l.virtual_stages, c.microbatches};
-  c.memory = memory_per_gpu(r.model, l, cluster, simulation.peak_activations(shape));
+  if (l.pipeline > 1) c.scheduler = simulation.scheduler_name(shape, l.split_backward).value_or("");
+  c.memory = memory_per_gpu(r.model, l, cluster, simulation.peak_activations(shape, l.split_backward));
   c.fits = c.memory.total() <= cluster.memory_bytes;
   c.timed = true;
   c.time = step_time(r.model, r.global_batch, l, cluster, simulation);
@@ -73,11 +74,13 @@ std::vector<PlanLayout> allowed_layouts(const PlanRequest& r, int max_micro_batc
                                             Recompute{false, every_module}, Recompute{true, 0}})
             for (bool sp : {false, true})
               for (bool sharded : {false, true})
-                for (bool sg : {false, true}) {
-                  if ((sharded && d == 1) || (sg && (p == 1 || t == 1))) continue;  // nothing to shard or scatter
-                  if (sp && (t == 1 || r.model.seq_len % t != 0)) continue;      // no sequence to split
-                  layouts.push_back({p, t, d, b, v, recompute.full, sharded, sg, sp, recompute.modules});
-                }
+                for (bool sg : {false, true})
+                  for (bool split : {false, true}) {
+                    if ((sharded && d == 1) || (sg && (p == 1 || t == 1))) continue;  // nothing to shard or scatter
+                    if (sp && (t == 1 || r.model.seq_len % t != 0)) continue;      // no sequence to split
+                    if (split && p == 1) continue;                                  // no bubble to fill
+                    layouts.push_back({p, t, d, b, v, recompute.full, sharded, sg, sp, recompute.modules, split});
+                  }
         }
     }
   }
@@ -96,6 +99,11 @@ PlanResult plan_layouts(const PlanRequest& r, const PlanLayout& given, const Clu
   PlanResult result;
   result.given = evaluate_layout(r, given, cluster, simulation);
   for (const PlanLayout& l : allowed_layouts(r)) {
+    // A split backward where no stock scheduler serves the shape that way (sched-zb runs one
+    // model chunk per stage) is not a layout a run could take.
+    if (l.split_backward &&
+        !simulation.scheduler_name({l.pipeline, l.virtual_stages, r.global_batch / (l.micro_batch * l.data)}, true))
+      continue;
     // The model state alone rules most layouts out; their schedules are not simulated.
     PlanCandidate state_only;
     state_only.layout = l;

@@ -18,6 +18,7 @@ namespace ptdp {
 struct PlanCandidate {
   PlanLayout layout;
   int microbatches = 0;  // m = B / (b·d)
+  std::string scheduler;  // the stock scheduler plugin that orders the step (none without a pipeline)
   bool fits = false;
   // false: the weights, gradients and optimizer state alone exceed the GPU's memory; activations
   // and the step time were not computed.
@@ -48,8 +49,10 @@ std::optional<std::string> layout_problem(const PlanRequest& request, const Plan
 PlanCandidate evaluate_layout(const PlanRequest& request, const PlanLayout& layout, const ClusterSpec& cluster,
                               PipelineSimulation& simulation);
 
-// Every (p, t, d, b, v, recompute, distributed optimizer, scatter/gather) with p·t·d = gpus that
-// layout_problem() allows, b up to `max_micro_batch`.
+// Every (p, t, d, b, v, recompute, distributed optimizer, scatter/gather, split backward) with
+// p·t·d = gpus that layout_problem() allows, b up to `max_micro_batch`; a split backward wherever
+// there is a pipeline for its weight gradients to fill the bubble of (whether a stock scheduler
+// serves it is the schedulers' to say: plan_layouts() asks them).
 std::vector<PlanLayout> allowed_layouts(const PlanRequest& request, int max_micro_batch = 16);
 
 // Evaluates `given` and every allowed layout; candidates ranked as PlanResult says.

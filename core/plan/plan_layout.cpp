@@ -14,10 +14,10 @@ std::string recompute_name(const PlanLayout& l) {
 }
 
 std::string layout_label(const PlanLayout& l) {
-  return fmt::format("p {} t {} d {} b {} v {}{}{}{}{}", l.pipeline, l.tensor, l.data, l.micro_batch, l.virtual_stages,
-                     l.recompute ? " recompute" : l.selective() ? " " + recompute_name(l) : "",
+  return fmt::format("p {} t {} d {} b {} v {}{}{}{}{}{}", l.pipeline, l.tensor, l.data, l.micro_batch,
+                     l.virtual_stages, l.recompute ? " recompute" : l.selective() ? " " + recompute_name(l) : "",
                      l.scatter_gather ? " sg" : "", l.sequence_parallel ? " sp" : "",
-                     l.distributed_optimizer ? " dist-opt" : "");
+                     l.distributed_optimizer ? " dist-opt" : "", l.split_backward ? " zb" : "");
 }
 
 }  // namespace ptdp

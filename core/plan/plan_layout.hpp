@@ -19,6 +19,9 @@ struct PlanLayout {
   bool sequence_parallel = false;      // LayerNorm, dropout and residual activations split over t
   // Selective recomputation (unless `recompute`): bits of RecomputeModule (ptdp/activation_recompute.hpp)
   uint32_t recompute_modules = 0;
+  // The backward split into input and weight gradients, the weight gradients filling the bubble
+  // (a zero-bubble schedule: the stock scheduler that serves the shape that way, sched-zb's ZB-H1).
+  bool split_backward = false;
 
   bool selective() const { return !recompute && recompute_modules != 0; }
   bool recomputes(RecomputeModule m) const { return selective() && (recompute_modules & module_bit(m)) != 0; }
@@ -27,7 +30,7 @@ struct PlanLayout {
   bool operator==(const PlanLayout&) const = default;
 };
 
-// "p 8 t 8 d 1 b 2 v 1 recompute sg sp", the way the planner's tables name a layout.
+// "p 8 t 8 d 1 b 2 v 1 recompute sg sp zb", the way the planner's tables name a layout.
 std::string layout_label(const PlanLayout& layout);
 // "none", "full" or "selective(core_attention,...)".
 std::string recompute_name(const PlanLayout& layout);

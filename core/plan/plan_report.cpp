@@ -53,6 +53,8 @@ nlohmann::json candidate_json(const PlanCandidate& c) {
                       {"data", l.data},
                       {"micro_batch", l.micro_batch},
                       {"virtual_stages", l.virtual_stages},
+                      {"scheduler", c.scheduler.empty() ? nlohmann::json() : nlohmann::json(c.scheduler)},
+                      {"split_backward", l.split_backward},
                       {"microbatches", c.microbatches},
                       {"recompute", recompute_name(l)},
                       {"sequence_parallel", l.sequence_parallel},

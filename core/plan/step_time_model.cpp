@@ -29,6 +29,7 @@ double attention_score_forward_bytes(const RunConfig::Model& m, const PlanLayout
 
 struct LayerForward {
   double compute = 0;          // GEMMs and memory-bound kernels
+  double weight_gemms = 0;     // the GEMMs of the layers with weights (QKV, projection, FC1, FC2)
   double tensor_parallel = 0;  // the two all-reduces of the forward (under sequence parallelism a
                                // reduce-scatter and an all-gather each, the same volume)
   double selective = 0;        // what selective recomputation runs again before the backward
@@ -37,10 +38,10 @@ struct LayerForward {
 LayerForward layer_forward(const RunConfig::Model& m, const PlanLayout& l, const ClusterSpec& c) {
   const double tokens = static_cast<double>(l.micro_batch) * m.seq_len, h = m.hidden, t = l.tensor;
   LayerForward f;
-  f.compute = gemm_seconds(c, 2 * tokens * h * 3 * h / t)          // QKV
-              + gemm_seconds(c, 2 * tokens * h * h / t)            // output projection
-              + 2 * gemm_seconds(c, 2 * tokens * h * m.ffn_hidden / t)  // FC1, FC2
-              + 2 * gemm_seconds(c, 2 * tokens * m.seq_len * h / t);   // QK^T and scores·V, batched
+  f.weight_gemms = gemm_seconds(c, 2 * tokens * h * 3 * h / t)               // QKV
+                   + gemm_seconds(c, 2 * tokens * h * h / t)                 // output projection
+                   + 2 * gemm_seconds(c, 2 * tokens * h * m.ffn_hidden / t);  // FC1, FC2
+  f.compute = f.weight_gemms + 2 * gemm_seconds(c, 2 * tokens * m.seq_len * h / t);  // QK^T and scores·V, batched
   double bytes = tokens * elementwise_forward_bytes_per_token(m, l.tensor);
   if (c.attention_scores_in_memory) bytes += attention_score_forward_bytes(m, l);
   f.compute += bytes / c.hbm_bytes_per_s;
@@ -79,6 +80,8 @@ StageTimes stage_times(const RunConfig::Model& m, const PlanLayout& l, const Clu
     s.backward_tensor_parallel += layers * layer.tensor_parallel;
   }
   s.backward_compute += layers * layer.selective;
+  // The attention's batched GEMMs have no weights: their backward is all input gradient.
+  s.backward_weight = layers * layer.weight_gemms + head_gemm;
   return s;
 }
 
@@ -104,10 +107,12 @@ StepTimeBreakdown step_time(const RunConfig::Model& m, int global_batch, const P
   if (l.pipeline > 1) {
     const ScheduleShape shape{l.pipeline, l.virtual_stages, microbatches};
     const double unit = stage.forward(), ratio = stage.backward() / stage.forward();
-    const double without_transfers = unit * simulation.makespan(shape, ratio, 0.0);
+    const double weight = stage.backward_weight / unit;
+    const double without_transfers = unit * simulation.makespan(shape, l.split_backward, ratio, weight, 0.0);
     const double latency = pipeline_transfer_seconds(m, l, c) / unit;
     t.bubble = without_transfers - microbatches * (stage.forward() + stage.backward());
-    t.pipeline_transfers = unit * simulation.makespan(shape, ratio, latency) - without_transfers;
+    t.pipeline_transfers =
+        unit * simulation.makespan(shape, l.split_backward, ratio, weight, latency) - without_transfers;
   }
 
   const double params = std::max(parameters_on_gpu(m, l, 0), parameters_on_gpu(m, l, l.pipeline - 1));

@@ -10,6 +10,8 @@
 // and softmax+dropout over the attention scores where the kernels keep those in memory) at the
 // cluster's HBM bandwidth; with recomputation one more forward before the backward. The last stage
 // also runs the logits and the cross entropy, and every stage is given the last stage's time.
+// Under a split backward (a zero-bubble schedule) the weight-gradient GEMMs are its W, and the
+// bubble is the simulator's with transfers posted ahead.
 // Nothing overlaps: the all-reduces, transfers and the gradient reduction are all on the
 // critical path, as in Megatron-LM's implementation of the paper and in ptdp today.
 #include "manifest/run_config.hpp"
@@ -35,6 +37,9 @@ struct StepTimeBreakdown {  // seconds
 struct StageTimes {
   double forward_compute = 0, forward_tensor_parallel = 0;
   double backward_compute = 0, backward_tensor_parallel = 0;  // recomputation included
+  // The part of the backward a split backward runs apart, in its W: the weight-gradient GEMMs,
+  // as many FLOPs as the forward's GEMMs of the layers with weights (half of their backward's).
+  double backward_weight = 0;
   double forward() const { return forward_compute + forward_tensor_parallel; }
   double backward() const { return backward_compute + backward_tensor_parallel; }
 };

@@ -25,7 +25,7 @@ bool counts_in_grad_norm(const ParamRef& p, const GridPosition& me, int stages) 
 }
 
 GradientReducer::GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
-                                 std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, ReductionLane* lane,
+                                 std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, CommLane* lane,
                                  TimelineRecorder& timeline, bool sequence_parallel)
     : kernels_(kernels), groups_(groups), chunks_(chunks), zeroed_(std::move(zeroed)), reduce_scatter_(reduce_scatter),
       lane_(lane), timeline_(timeline), sequence_parallel_(sequence_parallel && groups.tensor->size() > 1) {
@@ -88,7 +88,7 @@ void GradientReducer::reduce(int chunk, size_t b) {
   // What the lane enqueues on the side stream follows the backward enqueued so far.
   kernels_.side_waits_for_compute();
   lane_->post([this, name = std::move(name), grad, bucket] {
-    Communicator& data = lane_->data();
+    Communicator& data = lane_->group();
     const Tensor range = grad.flat_slice(bucket->offset, bucket->size);
     timeline_.lane_span(name, "data-parallel", [&] {
       if (!reduce_scatter_) {

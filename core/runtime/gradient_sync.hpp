@@ -2,7 +2,7 @@
 // The data-parallel gradient reduction. Each bucket of each chunk's gradient buffer is reduced
 // over the data-parallel group, in place, as soon as its gradients are final (the last
 // microbatch's backward of the layers in it): it is handed to the reduction lane, which runs it
-// while the backward goes on (reduction_lane.hpp). The flush sums the tied word embedding over
+// while the backward goes on (comm_lane.hpp). The flush sums the tied word embedding over
 // the embedding group, hands over what is left and waits for the lane. With the distributed
 // optimizer a bucket is reduce-scattered: each rank ends with the sum of its own 1/d shard.
 // Gradients are already those of the global-batch mean (the loss was scaled by 1/(m·d) before
@@ -12,7 +12,7 @@
 #include <ptdp/layer_kernels.hpp>
 
 #include "runtime/chunk_buffers.hpp"
-#include "runtime/reduction_lane.hpp"
+#include "runtime/comm_lane.hpp"
 #include "runtime/timeline_recorder.hpp"
 #include "runtime/topology.hpp"
 
@@ -27,7 +27,7 @@ class GradientReducer {
   // rows' share (KernelsBinding::sequence_parallel); a layer's are summed over the tensor group
   // once its gradients are final, before any bucket holding them is reduced.
   GradientReducer(LayerKernels& kernels, const ParallelGroups& groups, std::vector<ChunkBuffers>& chunks,
-                  std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, ReductionLane* lane,
+                  std::vector<std::vector<Tensor>> zeroed, bool reduce_scatter, CommLane* lane,
                   TimelineRecorder& timeline, bool sequence_parallel = false);
 
   // Zeroes the gradients that start from zero, unless the optimizer still has the last step's
@@ -49,7 +49,7 @@ class GradientReducer {
   std::vector<ChunkBuffers>& chunks_;
   std::vector<std::vector<Tensor>> zeroed_;
   bool reduce_scatter_;
-  ReductionLane* lane_;
+  CommLane* lane_;
   TimelineRecorder& timeline_;
   std::vector<std::vector<bool>> reduced_;  // per chunk and bucket, this step
   bool sequence_parallel_;

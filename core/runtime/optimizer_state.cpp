@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "runtime/gradient_sync.hpp"
-#include "runtime/reduction_lane.hpp"
+#include "runtime/comm_lane.hpp"
 
 namespace ptdp {
 
@@ -150,7 +150,7 @@ void OptimizerState::step(const AdamStep& adam) {
   }
 }
 
-void OptimizerState::gather_on_lane(ReductionLane& lane, TimelineRecorder& timeline) {
+void OptimizerState::gather_on_lane(CommLane& lane, TimelineRecorder& timeline) {
   lane_ = &lane;
   timeline_ = &timeline;
 }
@@ -162,7 +162,7 @@ void OptimizerState::post_gather() {
   const Tensor shard = shards_[r.chunk].master.view;
   lane_->post([this, r, whole, shard] {
     timeline_->lane_span(fmt::format("weight all-gather {}.{}", r.chunk, r.bucket), "data-parallel",
-                        [&] { gather(lane_->data(), r.chunk, r.bucket, shard, whole); });
+                        [&] { gather(lane_->group(), r.chunk, r.bucket, shard, whole); });
   });
 }
 

@@ -19,7 +19,7 @@
 
 namespace ptdp {
 
-class ReductionLane;
+class CommLane;
 
 class OptimizerState {
  public:
@@ -30,7 +30,7 @@ class OptimizerState {
                  bool distributed);
   // From the next step on, the sharded all-gathers run on `lane` beside the forward, recorded in
   // `timeline` (until then, and without a call, on the computing thread right after Adam).
-  void gather_on_lane(ReductionLane& lane, TimelineRecorder& timeline);
+  void gather_on_lane(CommLane& lane, TimelineRecorder& timeline);
 
   bool distributed() const { return distributed_; }
   // Bytes this rank allocated for the fp32 master weights (whole or its shard) and the moments.
@@ -100,7 +100,7 @@ class OptimizerState {
   OwnedTensor sum_squares_;  // F32 [1], grad_sum_squares' result
   std::vector<OwnedTensor> whole_;   // per chunk: exp_avg and exp_avg_sq in the chunk's layout
   std::vector<ChunkShard> shards_;
-  ReductionLane* lane_ = nullptr;
+  CommLane* lane_ = nullptr;
   TimelineRecorder* timeline_ = nullptr;
   std::vector<BucketRef> order_;                 // every bucket, in the order the forward needs them
   std::vector<std::vector<size_t>> needed_upto_;  // per chunk and layer: the last place in order_ it needs

@@ -51,18 +51,31 @@ int PipelineExecutor::tag(const Transfer& t) const {
   return (t.source_virtual_stage * microbatches_ + t.microbatch) * 2 + (t.payload == Transfer::Payload::Gradient ? 1 : 0);
 }
 
-void PipelineExecutor::exchange(const Instruction& instruction) {
-  Communicator& pipe = *groups_.pipeline;  // pipeline group ranks are stage indices
+void PipelineExecutor::settle_last_group(TimelineRecorder& timeline) {
+  if (lane_ && !lane_->ran(last_group_)) timeline.span("wait for send/recv", "p2p", [&] { lane_->wait(last_group_); });
+  sending_.clear();
+}
+
+void PipelineExecutor::exchange(const Instruction& instruction, TimelineRecorder& timeline) {
+  // At most one group in flight: the ops between two groups run while the first is posted (a
+  // zero-bubble stage's weight gradients among them), and the next group is posted once it has
+  // run. Posting further ahead would keep more outputs waiting to be sent alive (and, in a
+  // schedule of many forwards in a row, one per forward), for no op that could start sooner: the
+  // receives of a group are the inputs of the unit right after it (instruction_stream.hpp).
+  settle_last_group(timeline);
   const int t = topology_.tensor();
   const std::vector<int64_t> shape = model_chunks_.front()->activation_shape();
   const int64_t n = shape[0] * shape[1] * shape[2];
-  struct Gather {
-    BufferKey key;
-    OwnedTensor part;
+  struct Post {
+    bool send;
+    Tensor buffer;
+    int peer, tag;
+    // The group holds what it moves: should this rank fail mid-step and the executor go, a group
+    // still running on the lane does not move memory that is gone.
+    std::shared_ptr<void> storage;
   };
-  std::vector<Gather> gathers;
-  std::vector<BufferKey> sent;
-  pipe.group_start();
+  std::vector<Post> posts;
+  std::vector<BufferKey> received;
   for (const Transfer& tr : instruction.transfers) {
     const BufferKey key{static_cast<int>(tr.payload), tr.microbatch, tr.source_virtual_stage};
     if (tr.direction == Transfer::Direction::Send) {
@@ -71,26 +84,51 @@ void PipelineExecutor::exchange(const Instruction& instruction) {
                  fmt::format("stage {}: nothing to send for microbatch {} of virtual stage {}", me_.pp,
                              tr.microbatch, tr.source_virtual_stage));
       const Tensor& full = found->second.view;
-      pipe.send(scatter_gather_ ? full.flat_slice(me_.tp * (n / t), n / t) : full, tr.peer_stage, tag(tr));
-      sent.push_back(key);
-    } else if (scatter_gather_) {
-      OwnedTensor part = kernels_.allocate({n / t}, kernels_.activation_dtype());
-      pipe.recv(part.view, tr.peer_stage, tag(tr));
-      gathers.push_back({key, std::move(part)});
+      posts.push_back({true, scatter_gather_ ? full.flat_slice(me_.tp * (n / t), n / t) : full, tr.peer_stage, tag(tr),
+                       found->second.storage});
+      sending_.push_back(std::move(found->second));
+      buffers_.erase(found);
     } else {
-      OwnedTensor full = kernels_.allocate(shape, kernels_.activation_dtype());
-      pipe.recv(full.view, tr.peer_stage, tag(tr));
-      buffers_[key] = std::move(full);
+      Arriving& arriving = arriving_[key];
+      arriving.part = scatter_gather_;
+      arriving.buffer = scatter_gather_ ? kernels_.allocate({n / t}, kernels_.activation_dtype())
+                                        : kernels_.allocate(shape, kernels_.activation_dtype());
+      posts.push_back({false, arriving.buffer.view, tr.peer_stage, tag(tr), arriving.buffer.storage});
+      received.push_back(key);
     }
   }
-  pipe.group_end();
-  for (auto& g : gathers) {
-    OwnedTensor full = kernels_.allocate(shape, kernels_.activation_dtype());
-    Tensor flat = full.view.flat_slice(0, n);
-    groups_.tensor->all_gather(g.part.view, flat);
-    buffers_[g.key] = std::move(full);
-  }
-  for (const auto& key : sent) buffers_.erase(key);
+  Communicator& pipe = lane_ ? lane_->group() : *groups_.pipeline;  // pipeline group ranks are stage indices
+  auto group = [&pipe, posts = std::move(posts)] {
+    pipe.group_start();
+    for (const Post& post : posts)
+      post.send ? pipe.send(post.buffer, post.peer, post.tag) : pipe.recv(post.buffer, post.peer, post.tag);
+    pipe.group_end();
+  };
+  if (!lane_) return timeline.span("send/recv", "p2p", group);
+  last_group_ = lane_->post([&timeline, group = std::move(group)] {
+    timeline.lane_span("send/recv", "p2p", group, TimelineTrack::TransferLane);
+  });
+  for (const BufferKey& key : received) arriving_[key].group = last_group_;
+}
+
+void PipelineExecutor::take_delivery(const ComputeOp& op, TimelineRecorder& timeline) {
+  if (op.kind == OpKind::BackwardWeight) return;  // reads what its BackwardInput kept
+  const int vs = model_chunks_.at(op.chunk)->layout().virtual_stage;
+  const BufferKey key = op.kind == OpKind::Forward
+                            ? BufferKey{static_cast<int>(Transfer::Payload::Activation), op.microbatch, vs - 1}
+                            : BufferKey{static_cast<int>(Transfer::Payload::Gradient), op.microbatch, vs + 1};
+  auto arriving = arriving_.find(key);
+  if (arriving == arriving_.end()) return;  // kept on this stage, or the data or the loss
+  Arriving& a = arriving->second;
+  if (lane_ && !lane_->ran(a.group)) timeline.span("wait for send/recv", "p2p", [&] { lane_->wait(a.group); });
+  if (a.part)
+    timeline.span("scatter/gather all-gather", "p2p", [&] {
+      OwnedTensor full = kernels_.allocate(model_chunks_.front()->activation_shape(), kernels_.activation_dtype());
+      groups_.tensor->all_gather(a.buffer.view, full.view.flat_slice(0, full.view.numel()));
+      a.buffer = std::move(full);
+    });
+  buffers_[key] = std::move(a.buffer);
+  arriving_.erase(arriving);
 }
 
 void PipelineExecutor::compute(const ComputeOp& op, const StepContext& step) {
@@ -164,18 +202,22 @@ void PipelineExecutor::compute(const ComputeOp& op, const StepContext& step) {
 
 void PipelineExecutor::run(const StepContext& step) {
   buffers_.clear();
+  arriving_.clear();
   tokens_.clear();
   backwards_left_.assign(model_chunks_.size(), microbatches_);
   gradients_written_.assign(model_chunks_.size(), false);
   for (const Instruction& ins : step.stream) {
     if (ins.kind == Instruction::Kind::Exchange) {
-      step.timeline.span("send/recv", "p2p", [&] { exchange(ins); });
+      exchange(ins, step.timeline);
     } else {
+      take_delivery(ins.op, step.timeline);  // outside the op's span: a wait is not the op's time
       const std::string name = op_label(ins.op, 2);  // always with the chunk: "F3.0"
       step.timeline.span(name, op_kind_category(ins.op.kind), [&] { compute(ins.op, step); });
     }
   }
-  PTDP_CHECK(buffers_.empty(), fmt::format("stage {}: the step left {} transfer buffers unused", me_.pp, buffers_.size()));
+  settle_last_group(step.timeline);
+  PTDP_CHECK(buffers_.empty() && arriving_.empty(),
+             fmt::format("stage {}: the step left {} transfer buffers unused", me_.pp, buffers_.size() + arriving_.size()));
 }
 
 }  // namespace ptdp

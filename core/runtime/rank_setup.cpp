@@ -47,6 +47,7 @@ RankSetup::RankSetup(const RunConfig& config, const RankEnvironment& rank, const
 void RankSetup::abort(const std::string& reason) {
   if (world) world->abort(reason);
   if (lane) lane->abort(reason);
+  if (transfer_lane) transfer_lane->abort(reason);
   if (store) store->closing_after_failure();
 }
 
@@ -277,7 +278,20 @@ void RankSetup::open_reduction_lane() {
   if (topology.data() == 1) return;
   CommInit init = world_init();
   init.key_prefix = "reduction-lane";
-  lane = std::make_unique<ReductionLane>(plugins_->create<Communicator>(place()), init, topology, *kernels);
+  lane = std::make_unique<CommLane>(
+      plugins_->create<Communicator>(place()), init,
+      [this](Communicator& world) { return split_data_group(world, topology); }, kernels->side_stream());
+}
+
+void RankSetup::open_transfer_lane() {
+  // On a GPU the transfers are enqueued on the kernels' stream, where posting them early would
+  // hold back the compute queued after them: there the executor keeps its blocking groups.
+  if (topology.pipeline() == 1 || device.kind != MemoryKind::Host) return;
+  CommInit init = world_init();
+  init.key_prefix = "transfer-lane";
+  transfer_lane = std::make_unique<CommLane>(
+      plugins_->create<Communicator>(place()), init,
+      [this](Communicator& world) { return split_pipeline_group(world, topology); }, nullptr);
 }
 
 }  // namespace ptdp

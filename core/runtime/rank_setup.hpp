@@ -22,7 +22,7 @@
 #include "runtime/loss_scaler.hpp"
 #include "runtime/model_chunk.hpp"
 #include "runtime/optimizer_state.hpp"
-#include "runtime/reduction_lane.hpp"
+#include "runtime/comm_lane.hpp"
 #include "runtime/topology.hpp"
 #include "runtime/traced_communicator.hpp"
 #include "runtime/trainer.hpp"
@@ -38,6 +38,8 @@ class RankSetup {
   int64_t set_up();
   // The data-parallel reduction lane (training with d > 1 only), once the model is built.
   void open_reduction_lane();
+  // The pipeline transfer lane (p > 1 on host memory only), once the model is built.
+  void open_transfer_lane();
   // Fails this rank's collectives and its store, so that the other ranks fail promptly too.
   void abort(const std::string& reason);
 
@@ -69,7 +71,8 @@ class RankSetup {
   std::optional<RunTokenizer> tokenizer;  // recorded in every step saved
   nlohmann::json data_record;              // RunData::record(), recorded in every step saved
   RunConfig::Optimizer lr_schedule;        // the learning-rate schedule, as resumed
-  std::unique_ptr<ReductionLane> lane;     // training with d > 1 only
+  std::unique_ptr<CommLane> lane;            // the data-parallel reduction: training with d > 1 only
+  std::unique_ptr<CommLane> transfer_lane;   // the pipeline transfers: p > 1 on host memory only
 
  private:
   PluginPlace place() const { return {id.rank, id.world_size, id.local_rank, id.local_world_size}; }

@@ -11,25 +11,26 @@ void TimelineRecorder::span(const std::string& name, const std::string& category
   const auto start = Clock::now();
   fn();
   if (wait_for_device_) kernels_.synchronize();
-  record(name, category, start, false);
+  record(name, category, start, TimelineTrack::Ops);
 }
 
-void TimelineRecorder::lane_span(const std::string& name, const std::string& category, const std::function<void()>& fn) {
+void TimelineRecorder::lane_span(const std::string& name, const std::string& category, const std::function<void()>& fn,
+                                 TimelineTrack track) {
   if (!enabled_) {
     fn();
     return;
   }
   const auto start = Clock::now();
   fn();
-  record(name, category, start, true);
+  record(name, category, start, track);
 }
 
 void TimelineRecorder::record(const std::string& name, const std::string& category, Clock::time_point start,
-                              bool on_lane) {
+                              TimelineTrack track) {
   const auto end = Clock::now();
   using us = std::chrono::duration<double, std::micro>;
   std::lock_guard lock(mutex_);
-  spans_.push_back({name, category, us(start - origin_).count(), us(end - start).count(), on_lane});
+  spans_.push_back({name, category, us(start - origin_).count(), us(end - start).count(), track});
 }
 
 }  // namespace ptdp

@@ -6,10 +6,11 @@
 // then show when the host issued each op, so that the trace shows where the device waited for
 // the host (waits would make that idle time themselves).
 //
-// Spans come from two host threads: the computing one (the "ops" track) and the data-parallel
-// reduction lane's (its own track, reduction_lane.hpp). The lane's spans never wait for the
-// device: on the host its calls return when done, so a span covers the work; on a GPU it shows
-// when the lane handed the work to the side stream, and the profiler's tracks show it run.
+// Spans come from up to three host threads: the computing one (the "ops" track), the
+// data-parallel reduction lane's and the pipeline transfer lane's (a track each, comm_lane.hpp).
+// A lane's spans never wait for the device: on the host its calls return when done, so a span
+// covers the work; on a GPU it shows when the lane handed the work to the side stream, and the
+// profiler's tracks show it run.
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -21,12 +22,15 @@
 
 namespace ptdp {
 
+// The host thread a span was recorded on, the trace's thread id.
+enum class TimelineTrack : int { Ops = 0, ReductionLane = 1, TransferLane = 2 };
+
 // One timed span on this rank, for the Chrome/Perfetto trace.
 struct TimelineSpan {
   std::string name;      // "F3.1", "B0.0", "send/recv", "dp all-reduce", ...
   std::string category;  // "forward", "backward", "p2p", "collective", "optimizer"
   double start_us = 0, duration_us = 0;
-  bool on_reduction_lane = false;  // recorded by the reduction lane's thread
+  TimelineTrack track = TimelineTrack::Ops;
 };
 
 class TimelineRecorder {
@@ -37,8 +41,9 @@ class TimelineRecorder {
   void set_enabled(bool on) { enabled_ = on; }
   // Times fn(); device work is waited for (when wait_for_device) so the span covers it.
   void span(const std::string& name, const std::string& category, const std::function<void()>& fn);
-  // Times fn() on the reduction lane's thread, without waiting for the device.
-  void lane_span(const std::string& name, const std::string& category, const std::function<void()>& fn);
+  // Times fn() on a lane's thread, without waiting for the device.
+  void lane_span(const std::string& name, const std::string& category, const std::function<void()>& fn,
+                 TimelineTrack track = TimelineTrack::ReductionLane);
   // Read once no lane task runs (after the step's flush).
   const std::vector<TimelineSpan>& spans() const { return spans_; }
   // Where the spans' time 0 lies, in microseconds of Clock's epoch (the device profiler's base).
@@ -46,7 +51,7 @@ class TimelineRecorder {
 
  private:
   // Appends the span from `start` to now.
-  void record(const std::string& name, const std::string& category, Clock::time_point start, bool on_lane);
+  void record(const std::string& name, const std::string& category, Clock::time_point start, TimelineTrack track);
 
   LayerKernels& kernels_;
   bool wait_for_device_;

@@ -25,7 +25,7 @@ ParallelGroups build_parallel_groups(const std::shared_ptr<Communicator>& world,
   // Colors enumerate the coordinates the members share; keys order members inside a group.
   g.tensor = world->split(me.pp * d + me.dp, me.tp, fmt::format("tp[pp={},dp={}]", me.pp, me.dp));
   g.data = split_data_group(*world, topology);
-  g.pipeline = world->split(me.dp * t + me.tp, me.pp, fmt::format("pp[dp={},tp={}]", me.dp, me.tp));
+  g.pipeline = split_pipeline_group(*world, topology);
   g.model = world->split(me.dp, me.pp * t + me.tp, fmt::format("model[dp={}]", me.dp));
   const bool on_edge = p > 1 && (me.pp == 0 || me.pp == p - 1);
   // split is collective over the world: ranks outside the embedding group pass color -1's
@@ -39,6 +39,11 @@ ParallelGroups build_parallel_groups(const std::shared_ptr<Communicator>& world,
 std::shared_ptr<Communicator> split_data_group(Communicator& world, const Topology& topology) {
   const GridPosition me = topology.position_of(world.rank());
   return world.split(me.pp * topology.tensor() + me.tp, me.dp, fmt::format("dp[pp={},tp={}]", me.pp, me.tp));
+}
+
+std::shared_ptr<Communicator> split_pipeline_group(Communicator& world, const Topology& topology) {
+  const GridPosition me = topology.position_of(world.rank());
+  return world.split(me.dp * topology.tensor() + me.tp, me.pp, fmt::format("pp[dp={},tp={}]", me.dp, me.tp));
 }
 
 }  // namespace ptdp

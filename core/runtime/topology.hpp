@@ -43,5 +43,7 @@ struct ParallelGroups {
 ParallelGroups build_parallel_groups(const std::shared_ptr<Communicator>& world, const Topology& topology);
 // The data-parallel group alone (ParallelGroups::data), also collective over `world`.
 std::shared_ptr<Communicator> split_data_group(Communicator& world, const Topology& topology);
+// The pipeline group alone (ParallelGroups::pipeline), also collective over `world`.
+std::shared_ptr<Communicator> split_pipeline_group(Communicator& world, const Topology& topology);
 
 }  // namespace ptdp

@@ -157,7 +157,7 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vecto
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& s : timeline.spans())
     spans.push_back({{"name", s.name}, {"cat", s.category}, {"ts", s.start_us}, {"dur", s.duration_us},
-                     {"lane", s.on_reduction_lane}});
+                     {"track", static_cast<int>(s.track)}});
   // The device's records keep their own clock; each rank's are shifted by its own origin.
   const nlohmann::json mine = {{"spans", spans}, {"origin_us", timeline.origin_us()},
                                {"device", nlohmann::json::parse(device_activities_to_json(device_work))}};
@@ -171,17 +171,20 @@ void RankTrainer::write_trace(const TimelineRecorder& timeline, const std::vecto
     const auto pos = rank_.topology.position_of(r);
     trace.set_process_name(r, fmt::format("rank {} (pp {}, dp {}, tp {})", r, pos.pp, pos.dp, pos.tp));
     const auto rank = nlohmann::json::parse(bytes.begin(), bytes.end());
-    // Thread 0: the ops; 1: the data-parallel reduction lane; 2 on: the device's streams.
-    bool lane = false;
+    // Thread 0: the ops; 1: the data-parallel reduction lane; 2: the pipeline transfer lane; 3 on:
+    // the device's streams.
+    std::vector<bool> used(3, false);
     for (const auto& s : rank.at("spans")) {
-      lane = lane || s["lane"].get<bool>();
-      trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, s["lane"].get<bool>() ? 1 : 0,
-                     s["ts"].get<double>(), s["dur"].get<double>());
+      const int track = s["track"].get<int>();
+      used.at(track) = true;
+      trace.add_span(s["name"].get<std::string>(), s["cat"].get<std::string>(), r, track, s["ts"].get<double>(),
+                     s["dur"].get<double>());
     }
     const auto device = device_activities_from_json(rank.at("device").dump());
-    if (lane || !device.empty()) trace.set_thread_name(r, 0, "ops");
-    if (lane) trace.set_thread_name(r, 1, "data-parallel reduction");
-    if (!device.empty()) add_device_tracks(trace, r, device, rank.at("origin_us").get<double>(), 2);
+    if (used[1] || used[2] || !device.empty()) trace.set_thread_name(r, 0, "ops");
+    if (used[1]) trace.set_thread_name(r, 1, "data-parallel reduction");
+    if (used[2]) trace.set_thread_name(r, 2, "pipeline transfers");
+    if (!device.empty()) add_device_tracks(trace, r, device, rank.at("origin_us").get<double>(), 3);
   }
   trace.write(options_.trace_path);
   spdlog::info("trace of {} ranks written to {}", id_.world_size, options_.trace_path);
@@ -245,6 +248,8 @@ void RankTrainer::prepare_steps(int64_t first_step) {
   }
   if (options_.eval_batches > 0) return;  // evaluation computes no gradients
   rank_.open_reduction_lane();
+  rank_.open_transfer_lane();
+  executor_->post_transfers_on(rank_.transfer_lane.get());
   std::vector<std::vector<Tensor>> zeroed;
   for (size_t c = 0; c < rank_.chunks.size(); ++c)
     zeroed.push_back(gradients_to_zero(rank_.buffers[c], rank_.chunks[c]->layout(), rank_.kernels_write_first_gradients));

@@ -4,7 +4,8 @@
 // transfers between stages with one fixed communication policy, and verify_schedule() proves the
 // streams of all stages run to the end together before anything executes.
 //
-// Execution model (the executor must keep it; the verifier and simulator assume it):
+// Execution model (the verifier and simulator assume it; the executor keeps it or, posting the
+// groups ahead, only drops waits from it: pipeline_executor.hpp):
 // - Compute runs op.kind on op.microbatch through model chunk op.chunk (virtual stage
 //   op.chunk·p + stage).
 // - Exchange is one group of sends and receives, posted together (group_start .. group_end). It

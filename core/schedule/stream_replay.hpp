@@ -10,7 +10,13 @@
 // receive of its own input (as with asynchronous isend/irecv posted one op ahead). That is the
 // model the zero-bubble paper's bubble formulas assume: under blocking groups a stage that runs a
 // BackwardWeight holds back the neighbour that sends to it, and the weight gradients cannot fill
-// the bubble. The verifier always replays blocking groups, the executor's model.
+// the bubble. The executor's transfer lane (pipeline_executor.hpp) runs each stage's groups one
+// after another beside its compute. Replayed that way (tried while writing the executor, not kept
+// here), ZB-H1 had this model's bubble at p 4, m 8 and p 8, m 32 (T_W 0.8 and 1), but ZB-H2, whose
+// receives must complete apart from the sends queued before them, kept most of its blocking
+// bubble (1.08 against 1.25 blocking at p 4, m 8, T_F = T_B = T_W). The verifier always replays
+// blocking groups: the executor's waits, posted ahead or not, are among theirs, so streams that
+// finish under blocking groups finish under the executor.
 #include <cstddef>
 #include <string>
 #include <vector>

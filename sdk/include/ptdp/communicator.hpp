@@ -23,8 +23,10 @@
 //      collectives of device memory are ordered with the kernels that produce and consume it.
 // With more than one data-parallel replica the core then makes a second instance of the plugin
 // for the gradient reduction and calls init() (key prefix "reduction-lane"), split() and
-// bind_stream(kernels.side_stream()) on a thread of its own, which makes every later call on it:
-// two instances of one plugin work in one process at once, each from one thread.
+// bind_stream(kernels.side_stream()) on a thread of its own, which makes every later call on it;
+// with more than one pipeline stage on host memory, another for the pipeline transfers (key
+// prefix "transfer-lane", split into the pipeline group). Instances of one plugin work in one
+// process at once, each from one thread.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -42,6 +42,39 @@ TEST(HostPlanCommand, JsonHasGivenBestAndEveryCandidate) {
     if (c["fits"].get<bool>()) EXPECT_GE(c["step_time_s"].get<double>(), doc["best"]["step_time_s"].get<double>());
 }
 
+// sched-zb is planned beside the others: its candidates split the backward, one chunk per stage;
+// a manifest that names it gives a given layout that splits the backward too.
+TEST(HostPlanCommand, PlansZeroBubbleWithOneChunkPerStage) {
+  const auto result = plan(quoted(kManifest) + " --cluster " + quoted(kH200) +
+                           " --set parallel.global_batch=32 --set launch.nproc_per_node=8 --set parallel.data=8 --json");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto doc = nlohmann::json::parse(result.output);
+  int zero_bubble = 0;
+  for (const auto& c : doc["candidates"]) {
+    if (c["pipeline"].get<int>() == 1) {
+      EXPECT_TRUE(c["scheduler"].is_null()) << c.dump();
+      EXPECT_FALSE(c["split_backward"].get<bool>()) << c.dump();
+      continue;
+    }
+    if (!c["split_backward"].get<bool>()) {
+      EXPECT_EQ(c["scheduler"], c["virtual_stages"].get<int>() == 1 ? "sched-1f1b" : "sched-interleaved") << c.dump();
+      continue;
+    }
+    ++zero_bubble;
+    EXPECT_EQ(c["scheduler"], "sched-zb") << c.dump();
+    EXPECT_EQ(c["virtual_stages"], 1) << c.dump();
+  }
+  EXPECT_GT(zero_bubble, 0);
+  EXPECT_FALSE(doc["given"]["split_backward"].get<bool>());
+  const auto zb = plan(quoted(kManifest) + " --cluster " + quoted(kH200) +
+                       " --set parallel.global_batch=32 --set launch.nproc_per_node=8 --set parallel.data=2"
+                       " --set parallel.pipeline=4 --set plugins.scheduler=sched-zb --json");
+  ASSERT_EQ(zb.exit_code, 0) << zb.output;
+  const auto given = nlohmann::json::parse(zb.output)["given"];
+  EXPECT_TRUE(given["split_backward"].get<bool>()) << given.dump();
+  EXPECT_EQ(given["scheduler"], "sched-zb");
+}
+
 TEST(HostPlanCommand, SvgDrawsThroughputAgainstPipelineAndTensor) {
   test::TempDir dir("ptdp-plan");
   const std::string svg = (dir.path() / "plan.svg").string();

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/collective_time.hpp"
+#include "schedule/schedule_simulator.hpp"
 #include "plan_test_support.hpp"
 
 namespace ptdp {
@@ -24,6 +25,30 @@ TEST(StepTimeModel, BubbleIsThePapersFormulaOfTheSimulatedSchedule) {
     EXPECT_NEAR(t.compute + t.tensor_parallel, ideal, 1e-9 * ideal);
     EXPECT_GT(t.pipeline_transfers, 0);
   }
+}
+
+// Under a split backward (sched-zb's ZB-H1) W is the weight-gradient GEMMs, below the forward,
+// and the bubble is ZB-H1's (p − 1)·(T_F + T_B − T_W) of the simulated schedule, transfers posted
+// ahead: less than 1F1B's, for the same compute.
+TEST(StepTimeModel, ASplitBackwardHasZbH1sBubbleWithTheWeightGemmsAsW) {
+  const RunConfig::Model model = gpt(48, 8192, 64);
+  PlanLayout zb{4, 8, 1, 1, 1, false, false, true};
+  zb.split_backward = true;
+  PlanLayout one_f_one_b = zb;
+  one_f_one_b.split_backward = false;
+  const int batch = 64, m = 64;
+  const StageTimes stage = stage_times(model, zb, selene());
+  EXPECT_GT(stage.backward_weight, 0.3 * stage.forward());
+  EXPECT_LT(stage.backward_weight, stage.forward());
+  const StepTimeBreakdown t = step_time(model, batch, zb, selene(), simulation());
+  const StepTimeBreakdown base = step_time(model, batch, one_f_one_b, selene(), simulation());
+  const double ideal = m * (stage.forward() + stage.backward());
+  SimulationOptions times{stage.forward(), stage.backward(), 0.0, stage.backward_weight};
+  // The planner rounds T_W / T_F to three digits for its cache.
+  EXPECT_NEAR(t.bubble / ideal, formula_bubble_fraction_zb_h1({4, 1, m}, times), 1e-3 * t.bubble / ideal);
+  EXPECT_NEAR(base.bubble / ideal, 3.0 / m, 1e-9);
+  EXPECT_DOUBLE_EQ(t.compute, base.compute);
+  EXPECT_GT(t.pipeline_transfers, 0);
 }
 
 // Recomputation adds one forward to the backward; the tensor all-reduces come with it.

@@ -95,7 +95,7 @@ TEST(SchedZb, BubblesAgainstOneF1BAtFourStagesEightMicrobatches) {
             0.1 * one_f_one_b);
 }
 
-// Under blocking groups (the executor's model today) a stage in a W holds back the neighbour that
+// Under blocking groups (the executor's model on a GPU) a stage in a W holds back the neighbour that
 // sends to it: ZB-H1 gains little over 1F1B, and never loses.
 TEST(SchedZb, BlockingGroupsGiveNoLargerBubbleThanOneF1B) {
   for (const ScheduleShape shape : {ScheduleShape{4, 1, 8}, ScheduleShape{2, 1, 4}, ScheduleShape{8, 1, 16},
