@@ -21,6 +21,7 @@ class KernelsByPrecision final : public LayerKernels {
   DType activation_dtype() const override { return active_->activation_dtype(); }
   uint32_t precisions() const override { return active_->precisions(); }
   uint32_t activation_memory_features() const override { return active_->activation_memory_features(); }
+  bool splits_backward() const override { return active_->splits_backward(); }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override { return active_->make_embedding(); }
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override { return active_->make_block(layer_index); }

@@ -30,6 +30,8 @@ class KernelsFused final : public LayerKernels {
   // FP8 tensor cores.
   uint32_t precisions() const override;
   uint32_t activation_memory_features() const override;
+  // The blocks run backward_input and backward_weight apart, in act_t and in FP8 alike.
+  bool splits_backward() const override { return true; }
 
   std::shared_ptr<EmbeddingLayer> make_embedding() override;
   std::shared_ptr<TransformerBlock> make_block(int layer_index) override;

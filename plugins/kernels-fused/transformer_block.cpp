@@ -38,6 +38,12 @@ namespace {
 // The block's linear layers, in kFp8BlockLinearNames' order.
 constexpr int kQkv = 0, kProj = 1, kFc1 = 2, kFc2 = 3;
 
+// A GEMM operand from a tensor-parallel region: the rows `gathered` holds where the region
+// gathered them (under sequence parallelism), else the rank's own.
+HeldRows gathered_or(const act_t* rows, const DeviceBuffer<act_t>& gathered, const HeldRows& own) {
+  return gathered ? HeldRows{rows, gathered.block} : own;
+}
+
 GemmEpilogue bias_epilogue(const act_t* bias) {
   GemmEpilogue e;
   e.kind = GemmEpilogue::Kind::Bias;
@@ -48,7 +54,10 @@ GemmEpilogue bias_epilogue(const act_t* bias) {
 }  // namespace
 
 FusedTransformerBlock::FusedTransformerBlock(std::shared_ptr<Backend> backend, int layer_index)
-    : backend_(std::move(backend)), layer_(layer_index), saved_("kernels-fused: block " + std::to_string(layer_index)) {
+    : backend_(std::move(backend)),
+      layer_(layer_index),
+      saved_("kernels-fused: block " + std::to_string(layer_index)),
+      weight_work_("kernels-fused: block " + std::to_string(layer_index) + " (weight gradients)") {
   const ModelSpec& m = backend_->model();
   const int t = backend_->tp_size(), r = backend_->tp_rank();
   const int64_t h = m.hidden;
@@ -277,81 +286,219 @@ FusedTransformerBlock::Fp8Gradient FusedTransformerBlock::allocate_fp8_gradient(
 }
 
 void FusedTransformerBlock::fp8_linear_backward(int k, const act_t* dy, bool dy_sharded, Parameter& weight, act_t* dx,
-                                                int64_t in, int64_t out, const Activations& a, bool accumulate) {
+                                                int64_t in, int64_t out, const Activations& a,
+                                                ParameterGradientWork& work) {
   const ModelSpec& m = backend_->model();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
   const Fp8Gradient dy8 = allocate_fp8_gradient(out);
   fp8_->cast(k, Fp8Operand::OutputGradient, dy, tokens, out, dy_sharded, true, dx ? dy8.data.get() : nullptr,
              dy8.transposed.get(), dy8.scale_inv.get());
-  fp8_linear_gemms(k, dy8, weight, dx, in, out, a, accumulate);
+  fp8_linear_gemms(k, dy8, weight, dx, in, out, a, work);
 }
 
 void FusedTransformerBlock::fp8_linear_gemms(int k, const Fp8Gradient& dy, Parameter& weight, act_t* dx, int64_t in,
-                                             int64_t out, const Activations& a, bool accumulate) {
+                                             int64_t out, const Activations& a, ParameterGradientWork& work) {
   const ModelSpec& m = backend_->model();
   const int64_t tokens = int64_t(m.seq_len) * m.micro_batch;
   const bool fast = backend_->options().fp8_gradient_fast_accumulation;
+  Gemm* gemm = &backend_->gemm();
   if (dx)
-    backend_->gemm().fp8_nt(Fp8Matrix{dy.data.get(), true, dy.scale_inv.get()}, fp8_->weight_transposed(k), tokens, in,
-                            out, dx, kActCudaType, 0.0f, {}, fast);
-  backend_->gemm().fp8_nt(Fp8Matrix{dy.transposed.get(), true, dy.scale_inv.get()},
-                          Fp8Matrix{a.input_t[k].get(), false, a.input_scale_inv.get() + kScaleStride * k}, out, in, tokens,
-                          weight.grad(), CUDA_R_32F, accumulate ? 1.0f : 0.0f, {}, fast);
+    gemm->fp8_nt(Fp8Matrix{dy.data.get(), true, dy.scale_inv.get()}, fp8_->weight_transposed(k), tokens, in, out, dx,
+                 kActCudaType, 0.0f, {}, fast);
+  // The weight gradient reads the gradient's and the input's FP8 transposes with their scales: the
+  // closure holds those blocks (not the gradient as stored, which only the input gradient reads).
+  Parameter* w = &weight;
+  work.weight_gemm([gemm, w, k, in, out, tokens, fast, dy_t = dy.transposed, dy_scale = dy.scale_inv,
+                    x_t = a.input_t[k], x_scale = a.input_scale_inv](bool accumulate) {
+    gemm->fp8_nt(Fp8Matrix{dy_t.get(), true, dy_scale.get()},
+                 Fp8Matrix{x_t.get(), false, x_scale.get() + kScaleStride * k}, out, in, tokens, w->grad(), CUDA_R_32F,
+                 accumulate ? 1.0f : 0.0f, {}, fast);
+  });
 }
 
-void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const act_t* dy, act_t* din, Activations& a) {
-  // The bf16 backward's order, with the FP8 GEMMs and without cuBLASLt epilogues: bias gradients
+void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
+  run_backward(mb, dout, din, false);
+}
+
+void FusedTransformerBlock::backward_input(const MicroBatch& mb, const Tensor& dout, Tensor din) {
+  weight_work_.require_free(mb.slot);
+  weight_work_.put(mb.slot, run_backward(mb, dout, din, true));
+}
+
+void FusedTransformerBlock::backward_weight(const MicroBatch& mb) {
+  ParameterGradientWork work = weight_work_.take(mb.slot);
+  backend_->activate();
+  work.finish(start_gradients(mb));
+}
+
+ParameterGradientWork FusedTransformerBlock::run_backward(const MicroBatch& mb, const Tensor& dout, Tensor din,
+                                                          bool split) {
+  const ModelSpec& m = backend_->model();
+  const std::string where = "block " + std::to_string(layer_) + (split ? " backward_input: " : " backward: ");
+  const int64_t seq = backend_->rows().local_seq();
+  backend_->expect(dout, kActDType, MemoryKind::Cuda, {seq, m.micro_batch, m.hidden}, where + "dout");
+  backend_->expect(din, kActDType, MemoryKind::Cuda, {seq, m.micro_batch, m.hidden}, where + "din");
+  std::shared_ptr<Activations> a = saved_.take(mb.slot);
+  backend_->activate();
+  recompute_saved(*a);
+  // Split, the parameter gradients stay as they are until backward_weight, which readies them.
+  ParameterGradientWork work =
+      split ? ParameterGradientWork::deferred(summed_parameters(), backend_->arena(), backend_->stream())
+            : ParameterGradientWork::immediate(start_gradients(mb));
+  if (fp8_)
+    backward_fp8(mb, dout.as<const act_t>(), din.as<act_t>(), *a, work);
+  else
+    backward_act_t(mb, dout.as<const act_t>(), din.as<act_t>(), *a, work);
+  return work;
+}
+
+void FusedTransformerBlock::backward_act_t(const MicroBatch& mb, const act_t* dy, act_t* din, Activations& a,
+                                           ParameterGradientWork& work) {
+  const ModelSpec& m = backend_->model();
+  const KernelContext& k = backend_->kernel_context();
+  DeviceArena& arena = backend_->arena();
+  Gemm& gemm = backend_->gemm();
+  TensorParallelRows& rows = backend_->rows();
+  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
+  const bool bias_grad_epilogue = backend_->options().bias_grad_epilogue;
+
+  // A weight-gradient GEMM (with its bias's gradient in the epilogue where `bias` is given), now or
+  // in backward_weight: the closure holds what it reads. Gradients are looked up when it runs.
+  auto weight_gradient = [&](const HeldRows& d_out, const HeldRows& x, Parameter& weight, int64_t in, int64_t out,
+                             Parameter* bias = nullptr) {
+    Gemm* g = &gemm;
+    Parameter* w = &weight;
+    work.weight_gemm([g, w, bias, in, out, tokens, dy_rows = work.hold(d_out, tokens * out),
+                      x_rows = work.hold(x, tokens * in)](bool accumulate) {
+      g->linear_backward_weight(dy_rows.data, x_rows.data, w->grad(), tokens, in, out, bias ? bias->grad() : nullptr,
+                                1.0f, accumulate);
+    });
+  };
+
+  // Gradients of this rank's rows (all rows unless under sequence parallelism): of a LayerNorm
+  // output, of the attention half's output. `whole` holds a row-parallel output's gradient
+  // gathered to all rows, `input` a LayerNorm output gathered again for a weight gradient.
+  auto d_h = allocate_buffer<act_t>(arena, size_t(local * h));
+  auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));  // a column-parallel GEMM's input gradient
+  DeviceBuffer<act_t> whole, input;
+
+  {  // MLP half: out = h + dropout(fc2(act) + b2).
+    auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
+    const BranchGradient mlp =
+        branch_backward(HeldRows{dy, nullptr}, *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_), work);
+    const act_t* mlp_grad = rows.row_parallel_output_grad(mlp.grad.data, whole, h);
+    weight_gradient(gathered_or(mlp_grad, whole, mlp.grad), held(a.act), *fc2_weight_, ffn_, h, mlp.gemm_sums_bias);
+    const act_t* ln2 = rows.column_parallel_input(a.ln2.get(), input, h);
+    const HeldRows ln2_rows = gathered_or(ln2, input, held(a.ln2));
+    if (gelu_epilogue_) {
+      // FC1's bias gradient is the column sums of d_ffn: FC1's weight-gradient GEMM sums them in
+      // its epilogue, or a column-sum kernel does.
+      gemm.linear_backward_input_dgelu(mlp_grad, fc2_weight_->working(), a.fc1.get(), d_ffn.get(), tokens, ffn_, h);
+      if (bias_grad_epilogue) {
+        weight_gradient(held(d_ffn), ln2_rows, *fc1_weight_, h, ffn_, fc1_bias_.get());
+      } else {
+        column_sum_accumulate(d_ffn.get(), tokens, ffn_, work.sum(*fc1_bias_), k);
+        weight_gradient(held(d_ffn), ln2_rows, *fc1_weight_, h, ffn_);
+      }
+    } else {
+      gemm.linear_backward_input(mlp_grad, fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
+      bias_gelu_backward(d_ffn.get(), a.fc1.get(), fc1_bias_->master(), d_ffn.get(), work.sum(*fc1_bias_), tokens,
+                         ffn_, k);
+      weight_gradient(held(d_ffn), ln2_rows, *fc1_weight_, h, ffn_);
+    }
+    whole = input = {};
+    gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
+    layer_norm_input_gradient(2, d_ln.get(), dy, d_h.get(), a, mlp.layer_norm_sum, work);
+  }
+
+  // Attention half: h = x + dropout(proj(ctx) + b).
+  auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
+  auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
+  const BranchGradient attn =
+      branch_backward(held(d_h), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_), work);
+  const act_t* attn_grad = rows.row_parallel_output_grad(attn.grad.data, whole, h);
+  weight_gradient(gathered_or(attn_grad, whole, attn.grad), held(a.ctx), *proj_weight_, width_, h,
+                  attn.gemm_sums_bias);
+  gemm.linear_backward_input(attn_grad, proj_weight_->working(), d_ctx.get(), tokens, width_, h);
+  whole = {};
+  backend_->attention().backward(a.qkv.get(), a.ctx.get(), d_ctx.get(), a.attention.get(), d_qkv.get());
+  const act_t* ln1 = rows.column_parallel_input(a.ln1.get(), input, h);
+  const HeldRows ln1_rows = gathered_or(ln1, input, held(a.ln1));
+  if (bias_grad_epilogue) {
+    weight_gradient(held(d_qkv), ln1_rows, *qkv_weight_, h, 3 * width_, qkv_bias_.get());
+  } else {
+    column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, work.sum(*qkv_bias_), k);
+    weight_gradient(held(d_qkv), ln1_rows, *qkv_weight_, h, 3 * width_);
+  }
+  input = {};
+  gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
+  // din is written last, so it may be the same memory as dout.
+  layer_norm_input_gradient(1, d_ln.get(), d_h.get(), din, a, attn.layer_norm_sum, work);
+}
+
+void FusedTransformerBlock::backward_fp8(const MicroBatch& mb, const act_t* dy, act_t* din, Activations& a,
+                                         ParameterGradientWork& work) {
+  // backward_act_t's order, with the FP8 GEMMs and without cuBLASLt epilogues: bias gradients
   // come from the column-sum and bias + GeLU kernels.
   const ModelSpec& m = backend_->model();
   const KernelContext& k = backend_->kernel_context();
   DeviceArena& arena = backend_->arena();
   TensorParallelRows& rows = backend_->rows();
   const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
-  const bool accumulate = start_gradients(mb);
-  auto d_branch = allocate_buffer<act_t>(arena, size_t(local * h));
   auto d_h = allocate_buffer<act_t>(arena, size_t(local * h));
   auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));
-  DeviceBuffer<act_t> whole, d_ln_local;  // under sequence parallelism (backward's comments)
-  auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
+  DeviceBuffer<act_t> whole;  // under sequence parallelism (backward_act_t's comments)
 
-  // MLP half.
-  const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
-  if (mlp.bias_grad) column_sum_accumulate(mlp.grad, local, h, mlp.bias_grad, k);
-  fp8_linear_backward(kFc2, rows.row_parallel_output_grad(mlp.grad, whole, h), false, *fc2_weight_, d_ffn.get(), ffn_,
-                      h, a, accumulate);
-  whole = {};
-  // Under the GeLU epilogue a.fc1 is FC1's output with its bias already added (the aux matrix).
-  const float* fc1_bias = gelu_epilogue_ ? nullptr : fc1_bias_->master();
-  if (fp8_->scales_given()) {
-    // The GeLU backward, its bias gradient and FC1's output gradient's FP8 copies in one pass.
-    const Fp8Gradient d_fc1 = allocate_fp8_gradient(ffn_);
-    fp8_->cast_gelu(kFc1, Fp8Operand::OutputGradient, Fp8GeluSource{a.fc1.get(), fc1_bias, d_ffn.get()}, tokens, ffn_,
-                    true, fc1_bias_->grad(), d_fc1.data.get(), d_fc1.transposed.get(), d_fc1.scale_inv.get());
-    fp8_linear_gemms(kFc1, d_fc1, *fc1_weight_, d_ln.get(), h, ffn_, a, accumulate);
-  } else {
-    bias_gelu_backward(d_ffn.get(), a.fc1.get(), fc1_bias, d_ffn.get(), fc1_bias_->grad(), tokens, ffn_, k);
-    fp8_linear_backward(kFc1, d_ffn.get(), true, *fc1_weight_, d_ln.get(), h, ffn_, a, accumulate);
+  {  // MLP half.
+    auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
+    const BranchGradient mlp =
+        branch_backward(HeldRows{dy, nullptr}, *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_), work);
+    fp8_linear_backward(kFc2, rows.row_parallel_output_grad(mlp.grad.data, whole, h), false, *fc2_weight_,
+                        d_ffn.get(), ffn_, h, a, work);
+    whole = {};
+    // Under the GeLU epilogue a.fc1 is FC1's output with its bias already added (the aux matrix).
+    const float* fc1_bias = gelu_epilogue_ ? nullptr : fc1_bias_->master();
+    if (fp8_->scales_given()) {
+      // The GeLU backward, its bias gradient and FC1's output gradient's FP8 copies in one pass.
+      const Fp8Gradient d_fc1 = allocate_fp8_gradient(ffn_);
+      fp8_->cast_gelu(kFc1, Fp8Operand::OutputGradient, Fp8GeluSource{a.fc1.get(), fc1_bias, d_ffn.get()}, tokens,
+                      ffn_, true, work.sum(*fc1_bias_), d_fc1.data.get(), d_fc1.transposed.get(),
+                      d_fc1.scale_inv.get());
+      fp8_linear_gemms(kFc1, d_fc1, *fc1_weight_, d_ln.get(), h, ffn_, a, work);
+    } else {
+      bias_gelu_backward(d_ffn.get(), a.fc1.get(), fc1_bias, d_ffn.get(), work.sum(*fc1_bias_), tokens, ffn_, k);
+      fp8_linear_backward(kFc1, d_ffn.get(), true, *fc1_weight_, d_ln.get(), h, ffn_, a, work);
+    }
+    layer_norm_input_gradient(2, d_ln.get(), dy, d_h.get(), a, mlp.layer_norm_sum, work);
   }
-  const act_t* d_ln2 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
-  layer_norm_backward(d_ln2, a.h.get(), ln2_weight_->master(), a.ln2_stats.get(), a.ln2_stats.get() + local, dy,
-                      d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), local, h, k, mlp.layer_norm_sum);
-  d_ffn = d_ln_local = {};
 
   // Attention half.
   auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
   auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   const BranchGradient attn =
-      branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
-  if (attn.bias_grad) column_sum_accumulate(attn.grad, local, h, attn.bias_grad, k);
-  fp8_linear_backward(kProj, rows.row_parallel_output_grad(attn.grad, whole, h), false, *proj_weight_, d_ctx.get(),
-                      width_, h, a, accumulate);
+      branch_backward(held(d_h), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_), work);
+  fp8_linear_backward(kProj, rows.row_parallel_output_grad(attn.grad.data, whole, h), false, *proj_weight_,
+                      d_ctx.get(), width_, h, a, work);
   whole = {};
   backend_->attention().backward(a.qkv.get(), a.ctx.get(), d_ctx.get(), a.attention.get(), d_qkv.get());
-  column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
-  fp8_linear_backward(kQkv, d_qkv.get(), true, *qkv_weight_, d_ln.get(), h, 3 * width_, a, accumulate);
-  const act_t* d_ln1 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
-  layer_norm_backward(d_ln1, a.x.get(), ln1_weight_->master(), a.ln1_stats.get(), a.ln1_stats.get() + local, d_h.get(),
-                      din, ln1_weight_->grad(), ln1_bias_->grad(), local, h, k, attn.layer_norm_sum);
+  column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, work.sum(*qkv_bias_), k);
+  fp8_linear_backward(kQkv, d_qkv.get(), true, *qkv_weight_, d_ln.get(), h, 3 * width_, a, work);
+  layer_norm_input_gradient(1, d_ln.get(), d_h.get(), din, a, attn.layer_norm_sum, work);
+}
+
+void FusedTransformerBlock::layer_norm_input_gradient(int ln, act_t* d_ln, const act_t* residual_grad, act_t* dx,
+                                                      const Activations& a, float* layer_norm_sum,
+                                                      ParameterGradientWork& work) {
+  const int64_t local = backend_->rows().local_tokens();
+  const bool first = ln == 1;
+  const DeviceBuffer<float>& stats = first ? a.ln1_stats : a.ln2_stats;
+  Parameter& weight = first ? *ln1_weight_ : *ln2_weight_;
+  Parameter& bias = first ? *ln1_bias_ : *ln2_bias_;
+  DeviceBuffer<act_t> d_ln_local;  // under sequence parallelism: this rank's rows of the sum
+  const act_t* dy = backend_->rows().column_parallel_input_grad(d_ln, d_ln_local, backend_->model().hidden);
+  layer_norm_backward(dy, first ? a.x.get() : a.h.get(), weight.master(), stats.get(), stats.get() + local,
+                      residual_grad, dx, work.sum(weight), work.sum(bias), local, backend_->model().hidden,
+                      backend_->kernel_context(), layer_norm_sum);
 }
 
 void FusedTransformerBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
@@ -360,92 +507,6 @@ void FusedTransformerBlock::bind_fp8_scaling(Tensor amax, Tensor scale) {
   backend_->expect(amax, DType::F32, MemoryKind::Cuda, {kFp8BlockLinears, kFp8Operands}, where + "amax");
   backend_->expect(scale, DType::F32, MemoryKind::Cuda, {kFp8BlockLinears, kFp8Operands}, where + "scale");
   fp8_->bind(amax.as<float>(), scale.as<const float>());
-}
-
-void FusedTransformerBlock::backward(const MicroBatch& mb, const Tensor& dout, Tensor din) {
-  const ModelSpec& m = backend_->model();
-  const std::string where = "block " + std::to_string(layer_) + " backward: ";
-  const int64_t seq = backend_->rows().local_seq();
-  backend_->expect(dout, kActDType, MemoryKind::Cuda, {seq, m.micro_batch, m.hidden}, where + "dout");
-  backend_->expect(din, kActDType, MemoryKind::Cuda, {seq, m.micro_batch, m.hidden}, where + "din");
-  std::shared_ptr<Activations> a = saved_.take(mb.slot);
-  backend_->activate();
-  recompute_saved(*a);
-  if (fp8_) return backward_fp8(mb, dout.as<const act_t>(), din.as<act_t>(), *a);
-  const KernelContext& k = backend_->kernel_context();
-  DeviceArena& arena = backend_->arena();
-  Gemm& gemm = backend_->gemm();
-  TensorParallelRows& rows = backend_->rows();
-  const int64_t tokens = rows.tokens(), local = rows.local_tokens(), h = m.hidden;
-  const act_t* dy = dout.as<const act_t>();
-
-  const bool accumulate = start_gradients(mb);
-  auto weight_gradient = [&](const act_t* d_out, const act_t* input, Parameter& weight, int64_t in, int64_t out,
-                             float* bias_grad = nullptr) {
-    gemm.linear_backward_weight(d_out, input, weight.grad(), tokens, in, out, bias_grad, 1.0f, accumulate);
-  };
-
-  // Gradients of this rank's rows (all rows unless under sequence parallelism): of a row-parallel
-  // output, of a LayerNorm output, of the attention half's output. `whole` holds one gathered to
-  // all rows, `input` a LayerNorm output gathered again for a weight gradient.
-  auto d_branch = allocate_buffer<act_t>(arena, size_t(local * h));
-  auto d_h = allocate_buffer<act_t>(arena, size_t(local * h));
-  auto d_ln = allocate_buffer<act_t>(arena, size_t(tokens * h));  // a column-parallel GEMM's input gradient
-  DeviceBuffer<act_t> whole, input, d_ln_local;
-  auto d_ffn = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
-
-  // MLP half: out = h + dropout(fc2(act) + b2).
-  const BranchGradient mlp = branch_backward(dy, d_branch.get(), *fc2_bias_, backend_->dropout_site(mb, 2 + 2 * layer_));
-  const act_t* mlp_grad = rows.row_parallel_output_grad(mlp.grad, whole, h);
-  weight_gradient(mlp_grad, a->act.get(), *fc2_weight_, ffn_, h, mlp.bias_grad);
-  const act_t* ln2 = rows.column_parallel_input(a->ln2.get(), input, h);
-  if (gelu_epilogue_) {
-    // FC1's bias gradient is the column sums of d_ffn: FC1's weight-gradient GEMM sums them in its
-    // epilogue, or a column-sum kernel does.
-    gemm.linear_backward_input_dgelu(mlp_grad, fc2_weight_->working(), a->fc1.get(), d_ffn.get(), tokens, ffn_, h);
-    if (backend_->options().bias_grad_epilogue) {
-      weight_gradient(d_ffn.get(), ln2, *fc1_weight_, h, ffn_, fc1_bias_->grad());
-    } else {
-      column_sum_accumulate(d_ffn.get(), tokens, ffn_, fc1_bias_->grad(), k);
-      weight_gradient(d_ffn.get(), ln2, *fc1_weight_, h, ffn_);
-    }
-  } else {
-    gemm.linear_backward_input(mlp_grad, fc2_weight_->working(), d_ffn.get(), tokens, ffn_, h);
-    bias_gelu_backward(d_ffn.get(), a->fc1.get(), fc1_bias_->master(), d_ffn.get(), fc1_bias_->grad(), tokens, ffn_,
-                       k);
-    weight_gradient(d_ffn.get(), ln2, *fc1_weight_, h, ffn_);
-  }
-  whole = input = {};
-  gemm.linear_backward_input(d_ffn.get(), fc1_weight_->working(), d_ln.get(), tokens, h, ffn_);
-  const act_t* d_ln2 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
-  layer_norm_backward(d_ln2, a->h.get(), ln2_weight_->master(), a->ln2_stats.get(), a->ln2_stats.get() + local, dy,
-                      d_h.get(), ln2_weight_->grad(), ln2_bias_->grad(), local, h, k, mlp.layer_norm_sum);
-  d_ffn = d_ln_local = {};
-
-  // Attention half: h = x + dropout(proj(ctx) + b).
-  auto d_ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
-  auto d_qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
-  const BranchGradient attn =
-      branch_backward(d_h.get(), d_branch.get(), *proj_bias_, backend_->dropout_site(mb, 1 + 2 * layer_));
-  const act_t* attn_grad = rows.row_parallel_output_grad(attn.grad, whole, h);
-  weight_gradient(attn_grad, a->ctx.get(), *proj_weight_, width_, h, attn.bias_grad);
-  gemm.linear_backward_input(attn_grad, proj_weight_->working(), d_ctx.get(), tokens, width_, h);
-  whole = {};
-  backend_->attention().backward(a->qkv.get(), a->ctx.get(), d_ctx.get(), a->attention.get(), d_qkv.get());
-  const act_t* ln1 = rows.column_parallel_input(a->ln1.get(), input, h);
-  if (backend_->options().bias_grad_epilogue) {
-    weight_gradient(d_qkv.get(), ln1, *qkv_weight_, h, 3 * width_, qkv_bias_->grad());
-  } else {
-    column_sum_accumulate(d_qkv.get(), tokens, 3 * width_, qkv_bias_->grad(), k);
-    weight_gradient(d_qkv.get(), ln1, *qkv_weight_, h, 3 * width_);
-  }
-  input = {};
-  gemm.linear_backward_input(d_qkv.get(), qkv_weight_->working(), d_ln.get(), tokens, h, 3 * width_);
-  const act_t* d_ln1 = rows.column_parallel_input_grad(d_ln.get(), d_ln_local, h);
-  // din is written last, so it may be the same memory as dout.
-  layer_norm_backward(d_ln1, a->x.get(), ln1_weight_->master(), a->ln1_stats.get(), a->ln1_stats.get() + local,
-                      d_h.get(), din.as<act_t>(), ln1_weight_->grad(), ln1_bias_->grad(), local, h, k,
-                      attn.layer_norm_sum);
 }
 
 bool FusedTransformerBlock::fp8_gelu_epilogue_offered() {
@@ -462,15 +523,18 @@ bool FusedTransformerBlock::fp8_gelu_epilogue_offered() {
   return offered;
 }
 
+std::vector<Parameter*> FusedTransformerBlock::summed_parameters() const {
+  return {ln1_weight_.get(), ln1_bias_.get(), qkv_bias_.get(), proj_bias_.get(),
+          ln2_weight_.get(), ln2_bias_.get(), fc1_bias_.get(), fc2_bias_.get()};
+}
+
 bool FusedTransformerBlock::start_gradients(const MicroBatch& mb) {
   if (!mb.first_gradient) return true;
   // The bias and LayerNorm gradients are sums that several kernels add to: they start from zero,
   // in one launch. The weight-gradient GEMMs write theirs, unless the option says to zero them too.
   const bool gemms_write = backend_->options().first_backward_writes_gradients;
   std::vector<FloatSpan> zeroed;
-  for (const auto* p : {&ln1_weight_, &ln1_bias_, &qkv_bias_, &proj_bias_, &ln2_weight_, &ln2_bias_, &fc1_bias_,
-                        &fc2_bias_})
-    zeroed.push_back({(*p)->grad(), (*p)->numel()});
+  for (Parameter* p : summed_parameters()) zeroed.push_back({p->grad(), p->numel()});
   zero_fill(zeroed, backend_->stream());
   if (!gemms_write)
     for (const auto* p : {&qkv_weight_, &proj_weight_, &fc1_weight_, &fc2_weight_})
@@ -478,27 +542,31 @@ bool FusedTransformerBlock::start_gradients(const MicroBatch& mb) {
   return !gemms_write;
 }
 
-FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(const act_t* dout, act_t* scratch,
-                                                                            Parameter& bias,
-                                                                            const DropoutSite& dropout) {
+FusedTransformerBlock::BranchGradient FusedTransformerBlock::branch_backward(const HeldRows& dout, Parameter& bias,
+                                                                            const DropoutSite& dropout,
+                                                                            ParameterGradientWork& work) {
   const ModelSpec& m = backend_->model();
   const TensorParallelRows& rows = backend_->rows();
   const int64_t local = rows.local_tokens();
   const KernelContext& k = backend_->kernel_context();
   if (dropout.active()) {
-    bias_dropout_add_backward(dout, scratch, bias.grad(), local, m.hidden, dropout, k);
-    return {scratch, nullptr, nullptr};
+    auto masked = allocate_buffer<act_t>(backend_->arena(), size_t(local * m.hidden));
+    bias_dropout_add_backward(dout.data, masked.get(), work.sum(bias), local, m.hidden, dropout, k);
+    return {held(masked), nullptr, nullptr};
   }
   // Without dropout the branch's gradient is dout itself: nothing to copy, and its column sums
   // are the bias gradient. Under sequence parallelism they are this rank's rows' sums, which the
-  // weight-gradient GEMM, reading all rows, cannot give.
-  if (backend_->options().layer_norm_bias_grads) return {dout, nullptr, bias.grad()};
-  if (backend_->options().bias_grad_epilogue && !rows.sequence_parallel()) return {dout, bias.grad(), nullptr};
-  column_sum_accumulate(dout, local, m.hidden, bias.grad(), k);
+  // weight-gradient GEMM, reading all rows, cannot give; FP8 GEMMs have no such epilogue.
+  if (backend_->options().layer_norm_bias_grads) return {dout, nullptr, work.sum(bias)};
+  if (backend_->options().bias_grad_epilogue && !rows.sequence_parallel() && !fp8_) return {dout, &bias, nullptr};
+  column_sum_accumulate(dout.data, local, m.hidden, work.sum(bias), k);
   return {dout, nullptr, nullptr};
 }
 
-void FusedTransformerBlock::release(int slot) { saved_.release(slot); }
+void FusedTransformerBlock::release(int slot) {
+  saved_.release(slot);
+  weight_work_.release(slot);
+}
 
 }  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -153,7 +153,8 @@ TensorMap block_weights(const ModelSpec& m, uint64_t seed) {
 }
 
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
-                   Order order, bool recompute, bool stale_gradients, DType working, ActivationMemory memory) {
+                   Order order, bool recompute, bool stale_gradients, DType working, ActivationMemory memory,
+                   bool split_backward) {
   std::vector<TokenBatch> batches;
   for (int i = 0; i < microbatches; ++i) batches.push_back(test::make_token_batch(m, 21, i));
   test::ThreadGroup group(tp, "tp");
@@ -171,11 +172,16 @@ ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int t
     const float scale = 1.0f / float(microbatches);
     auto& loss = losses[size_t(rank)];
     bool first_backward = true;
+    std::vector<MicroBatch> weights_pending;  // split: each backward's weight part, in order
     auto backward = [&](int i) {
       MicroBatch mb = microbatch(m, i);
       mb.first_gradient = stale_gradients && first_backward;
       first_backward = false;
-      stack.backward(mb, scale);
+      if (!split_backward) return stack.backward(mb, scale);
+      MicroBatch input = mb;
+      input.first_gradient = false;  // the weight part is what writes the block gradients
+      stack.backward(input, scale, true);
+      weights_pending.push_back(mb);
     };
     if (order == Order::Sequential) {
       for (int i = 0; i < microbatches; ++i) {
@@ -187,6 +193,7 @@ ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int t
         loss[size_t(i)] = stack.forward(microbatch(m, i), batches[size_t(i)], recompute);
       for (int i = microbatches - 1; i >= 0; --i) backward(i);
     }
+    for (const MicroBatch& mb : weights_pending) stack.backward_weight(mb);
     if (memory.sequence_parallel)
       for (const ParamRef& p : stack.parameters())
         if (p.shard_dim < 0) comm.all_reduce(p.grad, ReduceOp::Sum);

@@ -68,10 +68,13 @@ struct ModelRun {
 // With `stale_gradients` the blocks' gradients start as NaN, not zero, and the step's first
 // backward says so (MicroBatch::first_gradient), as the core runs kernels of ABI 1.6 and later.
 // Under sequence parallelism the gradients of the parameters every rank holds whole are summed
-// over the ranks after the step, as the core does.
+// over the ranks after the step, as the core does. With `split_backward` the blocks run
+// backward_input in the backward's place and every microbatch's backward_weight after the last
+// backward, in the same order (the first carrying first_gradient), so that several slots' weight
+// gradients wait at once.
 ModelRun run_model(const KernelsUnderTest& under_test, const ModelSpec& m, int tp, int microbatches,
                    Order order = Order::Sequential, bool recompute = false, bool stale_gradients = false,
-                   DType working = DType::F32, ActivationMemory memory = {});
+                   DType working = DType::F32, ActivationMemory memory = {}, bool split_backward = false);
 void expect_padding_has_no_gradient(const TensorMap& grads, const ModelSpec& m);
 // Runs `body` and expects a ptdp::Error whose message holds `needle`.
 void expect_error(const std::function<void()>& body, const std::string& needle, const std::string& what);

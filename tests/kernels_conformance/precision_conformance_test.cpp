@@ -133,10 +133,11 @@ TEST_P(KernelsConformance, Fp16BlockAndModelMatchTheReference) {
 
 // FP8 (ptdp/fp8.hpp), for plugins that declare it: one block's forward and backward under a
 // recipe, with the scaling tensors bound as the core binds them. `scales`: the delayed recipe's
-// ([kFp8BlockLinears, kFp8Operands]); the amaxes the block recorded come back in `amax`.
+// ([kFp8BlockLinears, kFp8Operands]); the amaxes the block recorded come back in `amax`. With
+// `split_backward` the backward runs as backward_input, then backward_weight.
 BlockRun run_fp8_block(const KernelsUnderTest& under_test, const ModelSpec& m, const Fp8Recipe& recipe,
                        const TensorMap& weights, const std::vector<float>& x, const std::vector<float>& dout,
-                       const std::vector<float>& scales, std::vector<float>& amax) {
+                       const std::vector<float>& scales, std::vector<float>& amax, bool split_backward = false) {
   auto k = under_test.create();
   KernelsBinding b = binding(m, nullptr, 0, 1);
   b.fp8 = recipe;
@@ -162,7 +163,12 @@ BlockRun run_fp8_block(const KernelsUnderTest& under_test, const ModelSpec& m, c
   block->forward(mb, in.view, out.view, true);
   run.out = read_values(*k, out.view);
   write_values(*k, out.view, dout);
-  block->backward(mb, out.view, in.view);
+  if (split_backward) {
+    block->backward_input(mb, out.view, in.view);
+    block->backward_weight(mb);
+  } else {
+    block->backward(mb, out.view, in.view);
+  }
   run.din = read_values(*k, in.view);
   run.grads = whole_grads(*k, block->parameters());
   k->copy_to_host(amax.data(), amax_t.view);
@@ -208,6 +214,15 @@ TEST_P(KernelsConformance, Fp8BlockMatchesTheReferenceUnderBothRecipes) {
     // on an H100 (2026-12-05), FC2's input amax (the largest GeLU output) was 4% from kernels-ref's,
     // 2.03e-2 over the twelve.
     EXPECT_TRUE(close("tensorwise amaxes", got_amax, want_amax, emulated ? 0.0 : 3e-2));
+    if (under_test().create()->splits_backward()) {
+      // The FP8 block's backward split as zero-bubble schedules run it: the same casts, amaxes and
+      // GEMMs, its weight-gradient GEMMs later.
+      std::vector<float> split_amax;
+      const BlockRun split = run_fp8_block(under_test(), m, tensorwise, weights, x, dout, ones, split_amax, true);
+      EXPECT_TRUE(close("split block input gradient", split.din, got.din, repeat));
+      expect_close(split.grads, got.grads, std::max(repeat, 1e-5), "split block gradient");
+      EXPECT_TRUE(close("split amaxes", split_amax, got_amax, repeat));
+    }
 
     std::vector<float> scales(got_amax.size());
     for (size_t i = 0; i < scales.size(); ++i)

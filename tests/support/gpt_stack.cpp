@@ -87,7 +87,7 @@ float GptStack::forward(const MicroBatch& mb, const TokenBatch& batch, bool reco
   return loss;
 }
 
-void GptStack::backward(const MicroBatch& mb, float loss_scale) {
+void GptStack::backward(const MicroBatch& mb, float loss_scale, bool split_blocks) {
   auto it = to_recompute_.find(mb.slot);
   if (it != to_recompute_.end()) {
     run_trunk(mb, it->second, true);
@@ -96,10 +96,17 @@ void GptStack::backward(const MicroBatch& mb, float loss_scale) {
   int cur = 0;
   head_->backward(mb, loss_scale, gradients_[cur].view);
   for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
-    (*block)->backward(mb, gradients_[cur].view, gradients_[1 - cur].view);
+    if (split_blocks)
+      (*block)->backward_input(mb, gradients_[cur].view, gradients_[1 - cur].view);
+    else
+      (*block)->backward(mb, gradients_[cur].view, gradients_[1 - cur].view);
     cur = 1 - cur;
   }
   embedding_->backward(mb, gradients_[cur].view);
+}
+
+void GptStack::backward_weight(const MicroBatch& mb) {
+  for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) (*block)->backward_weight(mb);
 }
 
 void GptStack::adam_step(const AdamStep& step) { kernels_.adam_step(params_, step); }

@@ -34,7 +34,10 @@ class GptStack {
   // Forward of one microbatch; returns its loss. With `recompute` the embedding and the blocks
   // keep nothing (save=false) and run again, saving, right before this microbatch's backward.
   float forward(const MicroBatch& mb, const TokenBatch& batch, bool recompute = false);
-  void backward(const MicroBatch& mb, float loss_scale);
+  // With `split_blocks` the blocks run only backward_input; backward_weight adds their parameter
+  // gradients later, as a zero-bubble schedule's W does.
+  void backward(const MicroBatch& mb, float loss_scale, bool split_blocks = false);
+  void backward_weight(const MicroBatch& mb);
   void adam_step(const AdamStep& step);
 
  private:
