@@ -696,6 +696,18 @@ for (name, grid), m in per.items():
           f"{sum(m['sm__warps_active.avg.pct_of_peak_sustained_active']) / n:6.1f}")
 PY
   ;;
+zb-costs)
+  # sched-zb on the 1.3B at p 2 (two ranks sharing the GPU over comm-ucx, m 4): the split backward
+  # on the GPU, its losses beside 1F1B's, and T_F, T_B and T_W from the trace put into the
+  # simulator at p 4, m 8 (docs/schedules.md, "Measured costs").
+  zb=(--nproc 2 --set parallel.pipeline=2 --set launch.ranks_per_gpu=2 --set 'plugins.communicator="comm-ucx"'
+      --set parallel.global_batch=16 --set run.steps=4 --set run.log_every=1)
+  RUN_LIMIT_S=200 timed_run zb-1f1b examples/gpt-1gpu.toml "${zb[@]}"
+  RUN_LIMIT_S=200 timed_run zb-zb examples/gpt-1gpu.toml "${zb[@]}" --set 'plugins.scheduler="sched-zb"' --trace "$OUT/zb-trace.json"
+  row "1.3B p 2 sched-zb vs sched-1f1b losses" "$(loss_gap "$OUT/zb-zb.jsonl" "$OUT/zb-1f1b.jsonl" 4)"
+  "$HOST" schedule --scheduler sched-zb -p 4 -m 8 --posted-ahead --costs-from-trace "$OUT/zb-trace.json" 2>&1 | tee "$OUT/zb-schedule.txt" | tail -15 | tee -a "$table"
+  pack_logs
+  ;;
 adam-bandwidth)
   "$B/bin/kernels-fused-adam-bandwidth" > "$OUT/adam-bandwidth.log" 2>&1
   row "adam-bandwidth" "exit $?"
