@@ -192,9 +192,11 @@ TEST_P(KernelsConformance, Fp8BlockMatchesTheReferenceUnderBothRecipes) {
   // computes FC2's input under the delayed recipe in its cast (docs/precision.md), under the
   // tensorwise one where its gelu_epilogue option says (cuBLASLt's epilogue by default), one bf16
   // rounding apart, which puts some values on the other side of an FP8 rounding boundary: on an
-  // H100 (2026-12-05) the block's output moved 8.3e-3, its input gradient 1.7e-2, its parameter
-  // gradients 1.3e-2 and the amaxes 4.1e-3. A wrong scale or a dropped amax is off by far more.
-  const double repeat = emulated ? tolerances().repeat : 3e-2;
+  // H100 (2026-12-05) the block's output moved 8.3e-3, its input gradient 1.7e-2 and the amaxes
+  // 4.1e-3; the parameter gradients, through E5M2's two mantissa bits and back to the first
+  // LayerNorm, up to 5.0e-2 on an H200 (QKV's weight, ln1's). A wrong scale or a dropped amax is
+  // off by far more.
+  const double repeat = emulated ? tolerances().repeat : 3e-2, repeat_grad = emulated ? 1e-5 : 0.1;
   for (const ModelSpec& m : with_and_without_dropout()) {
     SCOPED_TRACE("dropout " + std::to_string(m.dropout));
     const TensorMap weights = block_weights(m, 3);
@@ -232,7 +234,7 @@ TEST_P(KernelsConformance, Fp8BlockMatchesTheReferenceUnderBothRecipes) {
     const BlockRun again = run_fp8_block(under_test(), m, delayed, weights, x, dout, scales, delayed_amax);
     EXPECT_TRUE(close("delayed block output", again.out, got.out, repeat));
     EXPECT_TRUE(close("delayed block input gradient", again.din, got.din, repeat));
-    expect_close(again.grads, got.grads, std::max(repeat, 1e-5), "delayed block gradient");
+    expect_close(again.grads, got.grads, std::max(repeat_grad, tolerances().repeat), "delayed block gradient");
     EXPECT_TRUE(close("delayed amaxes", delayed_amax, got_amax, repeat));
   }
 }
