@@ -47,7 +47,10 @@
 #            recomputation), and bf16 against FP8 on it (ptdp-host ab)
 #   activation-memory  the 1.3B model at t 2 and 4 (ranks sharing the GPU), sequence parallelism and
 #            selective recomputation off and on: each rank's activations from kernels-fused's
-#            allocator against docs/memory.md's formula
+#            allocator against the planner's prediction in the metrics header, and each run's
+#            losses against one rank's
+#   zb-costs  sched-zb on the 1.3B model at p 2 (two ranks sharing the GPU): its losses against
+#            sched-1f1b's, and its traced F, B and W costs in the simulator at p 4, m 8
 #   fp16     precision.params = "fp16": 20 steps of a small GPT on the GPU (one rank, and t 2 over
 #            comm-ucx) against kernels-ref's fp16 emulation on the CPU; the 1.3B model's peak memory
 #            and step, bf16 against fp16 (ptdp-host ab)
