@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/collective_time.hpp"
+#include "plan/memory_model.hpp"
 #include "schedule/schedule_simulator.hpp"
 #include "plan_test_support.hpp"
 
@@ -11,6 +12,25 @@ namespace {
 using namespace ptdp::test;
 
 const ClusterSpec& selene() { return shipped_cluster("a100-selene"); }
+
+// Korthikanti's activations per layer, and without dropout none of its masks: 2·s·b·h fewer
+// bytes (replicated, or /t under sequence parallelism) and of the scores' 5·a·s²·b/t only the
+// softmax's 2.
+TEST(MemoryModel, ActivationsKeepDropoutMasksOnlyWhereTheModelHasDropout) {
+  RunConfig::Model with = gpt(24, 2048, 16), without = with;
+  without.dropout = 0.0f;
+  const double sbh = 2048.0 * 4 * 2048, scores = 16 * 2048.0 * 2048 * 4;
+  for (const bool sp : {false, true}) {
+    PlanLayout l;
+    l.tensor = 4, l.micro_batch = 4, l.sequence_parallel = sp;
+    const double masks = 2 * sbh / (sp ? 4 : 1);
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(with, l, false), sbh * (10.0 / (sp ? 4 : 1) + 24.0 / 4));
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(with, l, false) - layer_activation_bytes(without, l, false), masks);
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(with, l, true) - layer_activation_bytes(with, l, false), 5 * scores / 4);
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(without, l, true) - layer_activation_bytes(without, l, false),
+                     2 * scores / 4);
+  }
+}
 
 // With uniform stages the simulated bubble is the paper's (p − 1)/(v·m) of the ideal m·(t_f + t_b).
 TEST(StepTimeModel, BubbleIsThePapersFormulaOfTheSimulatedSchedule) {
