@@ -1,8 +1,13 @@
-// The FP8 casts that compute their values (fp8_cast_gelu, the delayed recipe's GeLU) against the
-// kernels they stand for: bias + GeLU (forward or backward) storing act_t, then fp8_cast of what
-// was stored. The FP8 bytes, both layouts, the amax found and the scale inverse must be the same
-// bits; the bias gradient, summed in another order, the same within fp32 rounding.
+// The FP8 casts: fp8_cast of act_t and of fp32 against the conversion done on the host (cuda_fp8.h's
+// own, under ptdp::fp8_scale's scale), both layouts byte for byte; and the casts that compute their
+// values (fp8_cast_gelu, the delayed recipe's GeLU) against the kernels they stand for: bias + GeLU
+// (forward or backward) storing act_t, then fp8_cast of what was stored. The FP8 bytes, both
+// layouts, the amax found and the scale inverse must be the same bits; the bias gradient, summed
+// in another order, the same within fp32 rounding.
+#include <cmath>
 #include <cstdint>
+
+#include "ptdp/fp8.hpp"
 
 #include "bias_gelu.hpp"
 #include "device_check_registry.hpp"
@@ -37,6 +42,44 @@ void compare(Checks& checks, const std::string& name, const CastResult& got, con
   checks.record(name + " amax and scale inverse", got.amax == want.amax && got.scale_inv == want.scale_inv,
                 "amax " + std::to_string(got.amax[0]) + " (unfused " + std::to_string(want.amax[0]) + "), scale inverse " +
                     std::to_string(got.scale_inv[0]) + " (unfused " + std::to_string(want.scale_inv[0]) + ")");
+}
+
+// fp8_cast of a [rows, cols] matrix of act_t (fp32 false) or fp32 under a given scale (delayed)
+// or one from its amax (tensorwise, margin 1), against the host's conversion of the same values.
+void check_plain_cast(Checks& checks, int64_t rows, int64_t cols, Fp8Kind kind, bool fp32, bool delayed, TestDevice& dev) {
+  const std::string name = std::string("cast ") + (fp32 ? "fp32 " : "act_t ") + shape_name({rows, cols}) +
+                           (kind == Fp8Kind::E4M3 ? " E4M3" : " E5M2") + (delayed ? " given scale" : " from amax");
+  const size_t n = size_t(rows * cols);
+  // Values past the format's range once scaled, so that saturation is exercised too.
+  std::vector<float> x = fp32 ? random_values(n, -3.0f, 3.0f) : random_bf16_values(n, -3.0f, 3.0f);
+  float amax = 0.0f;
+  for (float v : x) amax = std::fmax(amax, std::fabs(v));
+  const float format_max = kind == Fp8Kind::E4M3 ? kE4M3Max : kE5M2Max;
+  const int margin = 1;
+  const float scale = delayed ? 2.0f * format_max / amax : fp8_scale(amax, format_max, margin);
+  DeviceArray<uint16_t> d_x16(fp32 ? std::vector<uint16_t>(1) : to_bf16(x));
+  DeviceArray<float> d_x32(fp32 ? x : std::vector<float>(1)), d_amax(std::vector<float>{amax}),
+      d_scale(std::vector<float>{scale}), got_scale_inv(1), got_record(std::vector<float>{0.0f});
+  DeviceArray<uint8_t> got_out(n), got_t(n);
+  got_out.poison(), got_t.poison();
+  Fp8ScaleSource source;
+  if (delayed) source.scale = d_scale.get();
+  else source.amax = d_amax.get(), source.margin = margin;
+  if (fp32)
+    fp8_cast(d_x32.get(), rows, cols, kind, source, got_out.get(), got_t.get(), got_scale_inv.get(), got_record.get(),
+             dev.ctx);
+  else
+    fp8_cast(bf(d_x16), rows, cols, kind, source, got_out.get(), got_t.get(), got_scale_inv.get(), got_record.get(),
+             dev.ctx);
+  CastResult want{std::vector<uint8_t>(n), std::vector<uint8_t>(n), {1.0f / scale}, {amax}};
+  const __nv_fp8_interpretation_t format = kind == Fp8Kind::E4M3 ? __NV_E4M3 : __NV_E5M2;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint8_t byte = __nv_cvt_float_to_fp8(x[size_t(r * cols + c)] * scale, __NV_SATFINITE, format);
+      want.out[size_t(r * cols + c)] = byte;
+      want.out_t[size_t(c * rows + r)] = byte;
+    }
+  compare(checks, name, read(got_out, got_t, got_scale_inv, got_record), want);
 }
 
 // gradient false: FC2's input gelu(pre + bias) in E4M3; true: FC1's output gradient
@@ -81,6 +124,17 @@ void check_gelu_cast(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols
 }  // namespace
 
 void register_fp8_cast_checks() {
+  // One tile, a tile's part, several tiles with partial ones at both edges, and the 1.3B model's
+  // activation at micro-batch 1 (seq 2048, h 2048).
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{128, 64}, {48, 80}, {272, 1040}, {2048, 2048}})
+    for (Fp8Kind kind : {Fp8Kind::E4M3, Fp8Kind::E5M2})
+      for (bool fp32 : {false, true})
+        for (bool delayed : {false, true})
+          add_device_check("Fp8Cast", std::string("plain ") + shape_name({r, c}) + (kind == Fp8Kind::E4M3 ? " E4M3" : " E5M2") +
+                                          (fp32 ? " fp32" : " act_t") + (delayed ? " given scale" : " from amax"),
+                           [r, c, kind, fp32, delayed](Checks& checks, TestDevice& dev) {
+                             check_plain_cast(checks, r, c, kind, fp32, delayed, dev);
+                           });
   // A shape of one tile, the 1.3B model's FC1 output at micro-batch 1 (seq 2048), and partial tiles.
   for (auto [r, c] : {std::pair<int64_t, int64_t>{64, 64}, {2048, 8192}, {48, 80}, {112, 1040}})
     for (bool gradient : {false, true})
