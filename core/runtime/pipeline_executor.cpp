@@ -52,7 +52,12 @@ int PipelineExecutor::tag(const Transfer& t) const {
 }
 
 void PipelineExecutor::settle_last_group(TimelineRecorder& timeline) {
-  if (lane_ && !lane_->ran(last_group_)) timeline.span("wait for send/recv", "p2p", [&] { lane_->wait(last_group_); });
+  if (lane_) {
+    if (!lane_->ran(last_group_)) timeline.span("wait for send/recv", "p2p", [&] { lane_->wait(last_group_); });
+    // On a GPU the sends may still be reading on the transfer stream: compute that reuses
+    // their memory once it is released below queues behind them.
+    kernels_.compute_waits_for_transfer();
+  }
   sending_.clear();
 }
 
@@ -105,6 +110,9 @@ void PipelineExecutor::exchange(const Instruction& instruction, TimelineRecorder
     pipe.group_end();
   };
   if (!lane_) return timeline.span("send/recv", "p2p", group);
+  // On a GPU the group runs on the transfer stream: after the compute that wrote what it sends,
+  // and after the compute that last used the memory its receives land in.
+  kernels_.transfer_waits_for_compute();
   last_group_ = lane_->post([&timeline, group = std::move(group)] {
     timeline.lane_span("send/recv", "p2p", group, TimelineTrack::TransferLane);
   });
@@ -120,7 +128,10 @@ void PipelineExecutor::take_delivery(const ComputeOp& op, TimelineRecorder& time
   auto arriving = arriving_.find(key);
   if (arriving == arriving_.end()) return;  // kept on this stage, or the data or the loss
   Arriving& a = arriving->second;
-  if (lane_ && !lane_->ran(a.group)) timeline.span("wait for send/recv", "p2p", [&] { lane_->wait(a.group); });
+  if (lane_) {
+    if (!lane_->ran(a.group)) timeline.span("wait for send/recv", "p2p", [&] { lane_->wait(a.group); });
+    kernels_.compute_waits_for_transfer();  // on a GPU, the receive has landed before compute reads it
+  }
   if (a.part)
     timeline.span("scatter/gather all-gather", "p2p", [&] {
       OwnedTensor full = kernels_.allocate(model_chunks_.front()->activation_shape(), kernels_.activation_dtype());

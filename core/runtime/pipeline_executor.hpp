@@ -15,8 +15,11 @@
 // It cannot deadlock where the blocking executor does not: every wait it keeps is one the
 // blocking executor keeps too (a group after the ops before it and after the group before it,
 // an op after the group that brings its input), it only drops the wait of an op for groups that
-// bring it nothing. Without a lane (on a GPU, where the transfers are enqueued on the compute
-// stream, or p = 1) each group blocks the computing thread, as before.
+// bring it nothing. On a GPU the lane enqueues on the kernels' transfer stream (ABI 1.10), ordered
+// against the compute stream by the kernels' events: a group after the compute posted before it,
+// the compute that reads a receive (or reuses a sent buffer's memory) after the group. Without a
+// lane (p = 1, or a kernels plugin of an older ABI on a GPU, whose transfers go on the compute
+// stream) each group blocks the computing thread, as before.
 #include <functional>
 #include <map>
 #include <memory>

@@ -77,6 +77,7 @@ void RankSetup::load_plugins() {
   kernels = plugins_->create<LayerKernels>(place());
   kernels_write_first_gradients = blocks_write_first_gradients(kernels_abi_minor);
   kernels_split_backward = blocks_split_backward(kernels_abi_minor, *kernels);
+  kernels_transfer_stream = kernels_abi_minor >= 10;
   scheduler = plugins_->create<Scheduler>(place());
   check_kernels_precision(cfg, kernels_abi_minor, *kernels);
   check_kernels_activation_memory(cfg, kernels_abi_minor, *kernels);
@@ -142,6 +143,7 @@ void RankSetup::build_model() {
   binding.working = working_type_of(cfg);
   binding.sequence_parallel = cfg.parallel.sequence_parallel;
   binding.recompute_modules = recompute_modules_of(cfg);
+  binding.core_places_parameters = true;  // right below, before anything else uses them
   kernels->bind(binding);
   const int every = cfg.parallel.full_recompute() ? cfg.parallel.recompute_every : 0;
   for (int c = 0; c < v; ++c) {
@@ -284,14 +286,19 @@ void RankSetup::open_reduction_lane() {
 }
 
 void RankSetup::open_transfer_lane() {
-  // On a GPU the transfers are enqueued on the kernels' stream, where posting them early would
-  // hold back the compute queued after them: there the executor keeps its blocking groups.
-  if (topology.pipeline() == 1 || device.kind != MemoryKind::Host) return;
+  if (topology.pipeline() == 1) return;
+  // On a GPU the lane's transfers go on the kernels' transfer stream: on the compute stream,
+  // posting them early would hold back the compute queued after them. A kernels plugin of an
+  // older ABI has none, and there the executor keeps its blocking groups on the compute stream.
+  void* stream = nullptr;
+  if (device.kind != MemoryKind::Host) {
+    if (!kernels_transfer_stream || (stream = kernels->transfer_stream()) == nullptr) return;
+  }
   CommInit init = world_init();
   init.key_prefix = "transfer-lane";
   transfer_lane = std::make_unique<CommLane>(
       plugins_->create<Communicator>(place()), init,
-      [this](Communicator& world) { return split_pipeline_group(world, topology); }, nullptr);
+      [this](Communicator& world) { return split_pipeline_group(world, topology); }, stream);
 }
 
 }  // namespace ptdp

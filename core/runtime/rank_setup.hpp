@@ -55,6 +55,7 @@ class RankSetup {
   std::shared_ptr<LayerKernels> kernels;
   bool kernels_write_first_gradients = false;  // the kernels' ABI promises MicroBatch::first_gradient
   bool kernels_split_backward = false;         // the blocks run backward_input and backward_weight
+  bool kernels_transfer_stream = false;        // the kernels' ABI has LayerKernels::transfer_stream
   std::shared_ptr<Scheduler> scheduler;
   Device device;  // where this rank computes, handed to the communicator and the kernels
   std::shared_ptr<DeviceProfiler> profiler;  // --profile only

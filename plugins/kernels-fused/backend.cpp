@@ -18,11 +18,13 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, P
       tp_rank_(binding.tp_rank),
       tp_size_(binding.tp_size),
       tp_(binding.tp),
-      device_(binding.device_index) {
+      device_(binding.device_index),
+      core_places_parameters_(binding.core_places_parameters) {
   PTDP_CALL(cudaSetDevice(device_));
   PTDP_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
     side_ = std::make_unique<SideStream>(stream_, log_);
+    transfer_ = std::make_unique<SideStream>(stream_, log_);
     arena_ = DeviceArena::create(device_, log_);
     upload_ = std::make_unique<HostUpload>(stream_, log_);
     metadata_ = std::make_unique<MetadataCache>(*arena_, *upload_);
@@ -52,6 +54,7 @@ Backend::Backend(const KernelsBinding& binding, const BackendOptions& options, P
     gemm_.reset();
     metadata_.reset();
     upload_.reset();
+    transfer_.reset();
     side_.reset();
     TeardownFailures failures;
     PTDP_TEARDOWN_CALL(failures, cudaStreamDestroy(stream_));
@@ -125,7 +128,7 @@ Tensor Backend::device_tensor(void* data, DType dtype, std::vector<int64_t> shap
 }
 
 std::shared_ptr<Parameter> Backend::make_parameter(const ParameterSpec& spec) {
-  auto p = std::make_shared<Parameter>(spec, *arena_, device_, stream_);
+  auto p = std::make_shared<Parameter>(spec, *arena_, device_, stream_, !core_places_parameters_);
   parameters_.push_back(p);
   by_master_[reinterpret_cast<const char*>(p->master())] = p;
   by_name_[spec.name].push_back(p);

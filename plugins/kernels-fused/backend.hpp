@@ -69,6 +69,8 @@ class Backend {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   SideStream& side() { return *side_; }
+  // The stream of the pipeline transfers the core posts ahead (LayerKernels::transfer_stream).
+  SideStream& transfer() { return *transfer_; }
   const KernelContext& kernel_context() const { return kernel_context_; }
   DeviceArena& arena() { return *arena_; }
   HostUpload& upload() { return *upload_; }
@@ -127,8 +129,10 @@ class Backend {
   int tp_size_ = 1;
   Communicator* tp_ = nullptr;
   int device_ = 0;
+  bool core_places_parameters_ = false;  // KernelsBinding::core_places_parameters
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<SideStream> side_;
+  std::unique_ptr<SideStream> transfer_;
   std::shared_ptr<DeviceArena> arena_;
   std::unique_ptr<HostUpload> upload_;
   std::unique_ptr<MetadataCache> metadata_;

@@ -44,6 +44,9 @@ class KernelsByPrecision final : public LayerKernels {
   void* side_stream() override { return active_->side_stream(); }
   void side_waits_for_compute() override { active_->side_waits_for_compute(); }
   void compute_waits_for_side() override { active_->compute_waits_for_side(); }
+  void* transfer_stream() override { return active_->transfer_stream(); }
+  void transfer_waits_for_compute() override { active_->transfer_waits_for_compute(); }
+  void compute_waits_for_transfer() override { active_->compute_waits_for_transfer(); }
 
  private:
   std::unique_ptr<LayerKernels> bf16_;

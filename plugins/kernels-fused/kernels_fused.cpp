@@ -411,6 +411,20 @@ void KernelsFused::compute_waits_for_side() {
   b->side().compute_waits();
 }
 
+void* KernelsFused::transfer_stream() { return bound()->transfer().stream(); }
+
+void KernelsFused::transfer_waits_for_compute() {
+  auto& b = bound();
+  b->activate();
+  b->transfer().waits_for_compute();
+}
+
+void KernelsFused::compute_waits_for_transfer() {
+  auto& b = bound();
+  b->activate();
+  b->transfer().compute_waits();
+}
+
 std::shared_ptr<Backend>& KernelsFused::bound() {
   if (!backend_) throw Error("kernels-fused: bind() must be called before anything else");
   return backend_;

@@ -53,6 +53,9 @@ class KernelsFused final : public LayerKernels {
   void* stream() override;
   void* side_stream() override;
   void side_waits_for_compute() override;
+  void* transfer_stream() override;
+  void transfer_waits_for_compute() override;
+  void compute_waits_for_transfer() override;
   void compute_waits_for_side() override;
 
  private:

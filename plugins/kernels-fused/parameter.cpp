@@ -5,14 +5,16 @@
 namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
 
-Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, cudaStream_t stream)
-    : spec_(spec), device_(device) {
+Parameter::Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, cudaStream_t stream,
+                     bool keeps_moments)
+    : spec_(spec), device_(device), keeps_moments_(keeps_moments) {
   numel_ = 1;
   for (int64_t d : spec_.local_shape) numel_ *= d;
   stride_ = (numel_ + 63) / 64 * 64;
   // Moments start at zero and so does the master until the core initializes it.
-  state_ = arena.allocate(size_t(4) * stride_ * sizeof(float));
-  PTDP_CALL(cudaMemsetAsync(state_.get(), 0, size_t(4) * stride_ * sizeof(float), stream));
+  const size_t parts = keeps_moments ? 4 : 2;
+  state_ = arena.allocate(parts * stride_ * sizeof(float));
+  PTDP_CALL(cudaMemsetAsync(state_.get(), 0, parts * stride_ * sizeof(float), stream));
   master_ = base();
   grad_ = base() + stride_;
   if (spec_.working_copy) {
@@ -37,7 +39,7 @@ ParamRef Parameter::ref() const {
   r.shard_offset = spec_.shard_offset;
   r.master = view(master());
   r.grad = view(grad());
-  if (state_) {
+  if (exp_avg()) {
     r.exp_avg = view(exp_avg());
     r.exp_avg_sq = view(exp_avg_sq());
   }

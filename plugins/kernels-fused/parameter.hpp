@@ -1,7 +1,9 @@
 #pragma once
 // Parameter: one learnable tensor as this rank holds it. Its fp32 master weight, gradient and
 // Adam moments share one zeroed arena block until the core places master and gradient in its
-// own buffers (the moments are the core's then); tensors that a GEMM reads also get an act_t
+// own buffers (the moments are the core's then; where the core says it will place every
+// parameter, KernelsBinding::core_places_parameters, the block holds no moments, since the
+// core's buffers are allocated while it is held); tensors that a GEMM reads also get an act_t
 // working copy, which the backend refreshes after the master changes. Where the core keeps only
 // a shard of the master (placed with none), the parameter keeps the fp32 values only if the
 // kernels read them, and set_weights writes what it keeps.
@@ -42,7 +44,8 @@ inline ParameterSpec spec_of(const GptParameterShape& shape, bool working_copy, 
 
 class Parameter {
  public:
-  Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, cudaStream_t stream);
+  // keeps_moments: the block holds Adam moments too (a backend used without the core).
+  Parameter(const ParameterSpec& spec, DeviceArena& arena, int device, cudaStream_t stream, bool keeps_moments);
 
   const ParameterSpec& spec() const { return spec_; }
   int64_t numel() const { return numel_; }
@@ -51,8 +54,8 @@ class Parameter {
   float* master() const { return master_; }
   bool placed_without_master() const { return placed_without_master_; }
   float* grad() const { return grad_; }
-  float* exp_avg() const { return state_ ? base() + 2 * stride_ : nullptr; }
-  float* exp_avg_sq() const { return state_ ? base() + 3 * stride_ : nullptr; }
+  float* exp_avg() const { return state_ && keeps_moments_ ? base() + 2 * stride_ : nullptr; }
+  float* exp_avg_sq() const { return state_ && keeps_moments_ ? base() + 3 * stride_ : nullptr; }
   act_t* working() const { return static_cast<act_t*>(working_.get()); }
   // Counts the changes of the values (the optimizer step, set_weights, params_updated), so that a
   // copy made from them, as FP8 weights are, is made again only when they changed.
@@ -71,7 +74,8 @@ class Parameter {
   int device_;
   int64_t numel_;
   int64_t stride_;                 // numel rounded up so that each part starts 256-byte aligned
-  std::shared_ptr<void> state_;    // master | grad | exp_avg | exp_avg_sq, until placed
+  bool keeps_moments_;
+  std::shared_ptr<void> state_;    // master | grad [| exp_avg | exp_avg_sq], until placed
   float* master_ = nullptr;
   float* grad_ = nullptr;
   bool placed_without_master_ = false;

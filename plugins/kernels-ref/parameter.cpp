@@ -66,15 +66,20 @@ void ParameterRegistry::set_weights(const std::vector<ParamRef>& params) {
 
 std::shared_ptr<Parameter> make_parameter(const GptParameterShape& shape, const Partition& partition) {
   auto p = std::make_shared<Parameter>();
-  for (int i = 0; i < 4; ++i) p->storage.push_back(allocate_host(shape.local, DType::F32));
+  // Adam moments only for use without the core, which places every parameter and keeps its own
+  // (KernelsBinding::core_places_parameters): its buffers are allocated while these are held.
+  const int tensors = partition.core_places_parameters ? 2 : 4;
+  for (int i = 0; i < tensors; ++i) p->storage.push_back(allocate_host(shape.local, DType::F32));
   p->ref.name = shape.name;
   p->ref.global_shape = shape.global;
   p->ref.shard_dim = shape.shard_dim;
   p->ref.shard_offset = shape.shard_offset;
   p->ref.master = p->storage[0].view;
   p->ref.grad = p->storage[1].view;
-  p->ref.exp_avg = p->storage[2].view;
-  p->ref.exp_avg_sq = p->storage[3].view;
+  if (tensors == 4) {
+    p->ref.exp_avg = p->storage[2].view;
+    p->ref.exp_avg_sq = p->storage[3].view;
+  }
   p->ref.weight_decay = shape.decay;
   partition.parameters->add(p);
   return p;

@@ -15,7 +15,7 @@ namespace ptdp::kref {
 
 struct Parameter {
   ParamRef ref;                      // views into `storage`, or into the core's buffers once placed
-  std::vector<OwnedTensor> storage;  // master, grad, exp_avg, exp_avg_sq; once placed, empty, or
+  std::vector<OwnedTensor> storage;  // master, grad[, exp_avg, exp_avg_sq]; once placed, empty, or
                                      // only the master where the core keeps none (set_weights)
 
   float* value() const { return ref.master.as<float>(); }

@@ -90,7 +90,7 @@ Partition make_partition(const KernelsBinding& b) {
   }
   return Partition{m,       b.tp_rank, b.tp_size, b.tp, std::make_shared<ParameterRegistry>(), b.fp8, b.working,
                    TensorParallelRegions{b.tp_size > 1 ? b.tp : nullptr, b.sequence_parallel},
-                   b.recompute_modules};
+                   b.recompute_modules, b.core_places_parameters};
 }
 
 }  // namespace ptdp::kref

@@ -22,6 +22,7 @@ struct Partition {
   DType working = DType::F32;  // F16: what a GPU would hold in half is rounded to it (fp16_format.hpp)
   TensorParallelRegions regions{nullptr, false};  // where the layers cross the group
   uint32_t recompute_modules = 0;  // bits of RecomputeModule a block's backward recomputes
+  bool core_places_parameters = false;  // parameters hold no Adam moments of their own
 
   int64_t tokens() const { return int64_t{model.seq_len} * model.micro_batch; }  // s * b
   // Rows of the sequence this rank holds outside the GEMMs (s/t under sequence parallelism),

@@ -82,6 +82,75 @@ TEST_P(KernelsConformance, SideStreamIsItsOwnAndOrderedBothWays) {
   EXPECT_EQ(back, ones);
 }
 
+// The transfer stream (the pipeline's sends and receives posted ahead, ABI 1.10): the same as the
+// side stream, and apart from both others. (That transfers on it land before the compute that
+// reads them is what the pipeline layouts show on the device: their losses equal one rank's.)
+TEST_P(KernelsConformance, TransferStreamIsItsOwnAndOrderedBothWays) {
+  const ModelSpec m = small_gpt_spec();
+  auto k = under_test().create();
+  k->bind(binding(m, nullptr, 0, 1));
+  if (k->device().kind == MemoryKind::Host) {
+    EXPECT_EQ(k->transfer_stream(), nullptr);
+  } else {
+    EXPECT_NE(k->transfer_stream(), nullptr);
+    EXPECT_NE(k->transfer_stream(), k->stream());
+    EXPECT_NE(k->transfer_stream(), k->side_stream());
+  }
+  OwnedTensor t = k->allocate({1 << 16}, DType::F32);
+  std::vector<float> ones(1 << 16, 1.0f), back(1 << 16, 0.0f);
+  k->copy_from_host(t.view, ones.data());
+  for (int i = 0; i < 3; ++i) {
+    k->transfer_waits_for_compute();
+    k->compute_waits_for_transfer();
+  }
+  k->compute_waits_for_transfer();
+  k->synchronize();
+  k->copy_to_host(back.data(), t.view);
+  EXPECT_EQ(back, ones);
+}
+
+// Bound with core_places_parameters (what the core does), a backend need hold no Adam moments
+// before placement: a model placed and stepped with the caller's moments trains exactly as one
+// bound without it.
+TEST_P(KernelsConformance, ParametersTheCorePlacesTrainAsThoseItDoesNot) {
+  const ModelSpec m = small_gpt_spec();
+  const TokenBatch batch = test::make_token_batch(m, 23, 0);
+  auto train = [&](bool core_places) {
+    auto k = under_test().create();
+    KernelsBinding b = binding(m, nullptr, 0, 1);
+    b.core_places_parameters = core_places;
+    k->bind(b);
+    test::GptStack stack(*k, m);
+    std::vector<OwnedTensor> memory;
+    std::vector<ParamRef> placed = stack.parameters();
+    for (ParamRef& p : placed) {
+      EXPECT_NE(p.master.data, nullptr) << p.name << ": a backend's ref has its master before placement";
+      EXPECT_NE(p.grad.data, nullptr) << p.name << ": and its gradient";
+      for (Tensor* t : {&p.master, &p.grad, &p.exp_avg, &p.exp_avg_sq}) {
+        memory.push_back(k->allocate(p.master.shape, DType::F32));
+        *t = memory.back().view;
+        k->fill_zero(*t);
+      }
+    }
+    k->place_parameters(placed);
+    load(*k, placed, test::make_initial_weights(placed, 9));
+    std::vector<float> losses;
+    for (int s = 1; s <= 2; ++s) {
+      losses.push_back(stack.forward(microbatch(m, 0), batch));
+      stack.backward(microbatch(m, 0), 1.0f);
+      AdamStep step;
+      step.step = s;
+      step.lr = 1e-2f;
+      k->adam_step(placed, step);
+      k->params_updated();
+    }
+    losses.push_back(stack.forward(microbatch(m, 0), batch));
+    return losses;
+  };
+  const std::vector<float> placed_by_core = train(true), kept = train(false);
+  EXPECT_TRUE(close("losses", placed_by_core, kept, tolerances().repeat));
+}
+
 // The trainer hands Adam the global sum of squares on the device instead of a scale it read back:
 // the kernels clip from it as grad_clip_scale does, and update nothing when the norm is not finite.
 TEST_P(KernelsConformance, AdamReadsTheGradientNormWhereItWasSummed) {

@@ -187,6 +187,13 @@ struct KernelsBinding {
   // forward(save=true) recomputes in its backward instead of keeping (only for a plugin that
   // declares ActivationMemoryFeature::SelectiveRecompute); 0 keeps everything.
   uint32_t recompute_modules = 0;
+  // Since ABI 1.10. The core places every parameter (place_parameters) right after the layers
+  // are made and keeps the Adam moments itself: the backend need hold nothing but a parameter's
+  // master values until then, and its refs may leave exp_avg and exp_avg_sq empty. Without it
+  // (a backend used on its own, as the conformance suite does) the backend keeps all four.
+  // Why: whole-model master and gradient buffers are allocated while the layers' own memory is
+  // still held, so every byte a backend holds per parameter before placement adds to the peak.
+  bool core_places_parameters = false;
 };
 
 struct AdamStep {
@@ -309,6 +316,21 @@ class LayerKernels {
   // runs a zero-bubble schedule's BackwardInput as the whole backward and its BackwardWeight as
   // nothing (the same losses, without the schedule's smaller bubble).
   virtual bool splits_backward() const { return false; }
+
+  // Since ABI 1.10. A third stream, for the pipeline's sends and receives, which the core posts
+  // ahead of the compute that waits for them (a zero-bubble stage runs its weight gradients
+  // meanwhile): the core binds a communicator of its own to it and enqueues from another host
+  // thread. nullptr on the host, where every call completes before it returns. The core never
+  // calls these on a plugin of an older minor, whose transfers stay on stream().
+  virtual void* transfer_stream() { return nullptr; }
+  // Work enqueued on transfer_stream() after this call waits for all work enqueued on stream()
+  // before it (what a send reads is written; memory a receive reuses is free). Called from the
+  // thread that computes.
+  virtual void transfer_waits_for_compute() {}
+  // Work enqueued on stream() after this call waits for all work enqueued on transfer_stream()
+  // before it (a receive has landed; a send has read what it sends). Called from the thread that
+  // computes, once the other thread has enqueued what it is waited for.
+  virtual void compute_waits_for_transfer() {}
 };
 
 }  // namespace ptdp

@@ -21,7 +21,7 @@
 #include "ptdp/error.hpp"
 
 #define PTDP_ABI_MAJOR 1
-#define PTDP_ABI_MINOR 9
+#define PTDP_ABI_MINOR 10
 #define PTDP_PLUGIN_ENTRY ptdp_plugin_v1
 #define PTDP_PLUGIN_ENTRY_NAME "ptdp_plugin_v1"
 
