@@ -10,14 +10,14 @@ cd "$(dirname "$0")/../.."
 # BUILD_DIR=build reuses the default preset's folder when it was configured with CUDA (same sm_90).
 build=${BUILD_DIR:-build-gpu}
 [ "$build" = build-gpu ] && cmake --preset gpu >/dev/null
-cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks kernels-fused-adam-bandwidth comm-nccl-device-test test-conformance-comm test-conformance-kernels \
+cmake --build "$build" -j2 --target ptdp-host kernels-fused-device-checks kernels-fused-adam-bandwidth kernels-fused-fp8-cast-bandwidth comm-nccl-device-test test-conformance-comm test-conformance-kernels \
   ptdp-plugin-kernels-fused ptdp-plugin-comm-nccl ptdp-plugin-kernels-ref ptdp-plugin-comm-ucx \
   ptdp-plugin-sched-1f1b ptdp-plugin-sched-interleaved ptdp-plugin-sched-zb ptdp-plugin-ckpt-fs ptdp-profiler-cupti
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/bench" "$stage/deps/ucx"
-cp "$build"/bin/ptdp-host "$build"/bin/kernels-fused-device-checks "$build"/bin/kernels-fused-adam-bandwidth "$build"/bin/comm-nccl-device-test \
+cp "$build"/bin/ptdp-host "$build"/bin/kernels-fused-device-checks "$build"/bin/kernels-fused-adam-bandwidth "$build"/bin/kernels-fused-fp8-cast-bandwidth "$build"/bin/comm-nccl-device-test \
   "$build"/bin/test-conformance-comm "$build"/bin/test-conformance-kernels "$stage/bin/"
 cp -r "$build"/lib/ptdp "$stage/lib/"
 # The wheel's UCX, with its transport modules (cuda_copy and cuda_ipc are in libuct_cuda).

@@ -39,6 +39,8 @@
 #   gemm-profile  the settings of `gemm`, each under --profile twice: GEMM, bias + GeLU and idle ms a step
 #   adam-bandwidth  kernels-fused's Adam over half the 1.3B model's parameters against cudaMemcpy
 #            between device buffers: the device's own ceiling for streaming DRAM traffic
+#   fp8-cast-bandwidth  kernels-fused's FP8 casts of one block of the 1.3B step (stored and
+#            transposed) against cudaMemcpy between device buffers
 #   fp8      FP8 (precision.fp8 = "hybrid"): 20 steps of a small GPT on the GPU against kernels-ref's
 #            emulation of the same recipe on the CPU, tensorwise and delayed; the 1.3B model's
 #            step, bf16 against both recipes (ptdp-host ab); a delayed-recipe FP8 step profiled
@@ -715,6 +717,11 @@ adam-bandwidth)
   "$B/bin/kernels-fused-adam-bandwidth" > "$OUT/adam-bandwidth.log" 2>&1
   row "adam-bandwidth" "exit $?"
   tee -a "$table" < "$OUT/adam-bandwidth.log"
+  ;;
+fp8-cast-bandwidth)
+  "$B/bin/kernels-fused-fp8-cast-bandwidth" > "$OUT/fp8-cast-bandwidth.log" 2>&1
+  row "fp8-cast-bandwidth" "exit $?"
+  tee -a "$table" < "$OUT/fp8-cast-bandwidth.log"
   ;;
 profile)
   # The table from 3 profiled steps; the trace (host ops beside the GPU streams) from one more run.
