@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "adam.hpp"
+#include "mean_launch_time.hpp"
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace {
@@ -23,24 +24,6 @@ std::shared_ptr<void> device_zeros(size_t bytes) {
   PTDP_CALL(cudaMalloc(&p, bytes));
   PTDP_CALL(cudaMemset(p, 0, bytes));
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
-}
-
-// Mean milliseconds of one `launch`, over 20 after 3 unmeasured.
-float mean_ms(cudaStream_t stream, const std::function<void()>& launch) {
-  for (int i = 0; i < 3; ++i) launch();
-  cudaEvent_t begin, end;
-  PTDP_CALL(cudaEventCreate(&begin));
-  PTDP_CALL(cudaEventCreate(&end));
-  constexpr int kLaunches = 20;
-  PTDP_CALL(cudaEventRecord(begin, stream));
-  for (int i = 0; i < kLaunches; ++i) launch();
-  PTDP_CALL(cudaEventRecord(end, stream));
-  PTDP_CALL(cudaEventSynchronize(end));
-  float ms = 0;
-  PTDP_CALL(cudaEventElapsedTime(&ms, begin, end));
-  PTDP_CALL(cudaEventDestroy(begin));
-  PTDP_CALL(cudaEventDestroy(end));
-  return ms / kLaunches;
 }
 
 }  // namespace
@@ -62,11 +45,11 @@ int main() {
     ptdp::fused::KernelContext ctx;
     ctx.stream = stream;
     const ptdp::fused::AdamHyper hyper{1e-4f, 0.9f, 0.95f, 1e-8f, 1.0f, 0.1f, 0.05f};
-    const float adam_ms = mean_ms(stream, [&] {
+    const float adam_ms = ptdp::fused::bench::mean_launch_ms(stream, 3, 20, [&] {
       ptdp::fused::adam_step(device_meta.get(), meta.chunks_offset, meta.chunk_count, hyper, ctx);
     });
     auto copy = device_zeros(n * sizeof(float));
-    const float copy_ms = mean_ms(stream, [&] {
+    const float copy_ms = ptdp::fused::bench::mean_launch_ms(stream, 3, 20, [&] {
       PTDP_CALL(cudaMemcpyAsync(copy.get(), param.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     });
     PTDP_CALL(cudaGetLastError());

@@ -16,6 +16,7 @@
 
 #include "arena.hpp"
 #include "fp8_cast.hpp"
+#include "mean_launch_time.hpp"
 #include "ptdp/checked_call_cuda.hpp"
 
 namespace {
@@ -45,21 +46,7 @@ std::shared_ptr<void> device_filled(size_t bytes, int byte) {
 
 // Mean microseconds of one `launch`, over 50 after 5 unmeasured.
 double mean_us(cudaStream_t stream, const std::function<void()>& launch) {
-  for (int i = 0; i < 5; ++i) launch();
-  cudaEvent_t begin, end;
-  PTDP_CALL(cudaEventCreate(&begin));
-  PTDP_CALL(cudaEventCreate(&end));
-  constexpr int kLaunches = 50;
-  PTDP_CALL(cudaEventRecord(begin, stream));
-  for (int i = 0; i < kLaunches; ++i) launch();
-  PTDP_CALL(cudaEventRecord(end, stream));
-  PTDP_CALL(cudaEventSynchronize(end));
-  float ms = 0;
-  PTDP_CALL(cudaEventElapsedTime(&ms, begin, end));
-  PTDP_CALL(cudaEventDestroy(begin));
-  PTDP_CALL(cudaEventDestroy(end));
-  PTDP_CALL(cudaGetLastError());
-  return 1e3 * ms / kLaunches;
+  return 1e3 * ptdp::fused::bench::mean_launch_ms(stream, 5, 50, launch);
 }
 
 struct Cast {
