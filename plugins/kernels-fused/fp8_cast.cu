@@ -147,9 +147,9 @@ struct GeluValues {
 // does almost no arithmetic, so its speed is the bytes each SM keeps in flight (it runs at
 // 83-100% of the device's copy bandwidth, kernels-fused-fp8-cast-bandwidth). It writes their FP8
 // bytes as they are, keeps them in shared memory, then writes 2 x 16 bytes of the transpose: 16
-// consecutive rows of one column, twice. Every global access is a whole 8 or 16 bytes. With `column_partials`, the tile's column
-// sums of the values (before rounding) go to row blockIdx.y of it, summed in a fixed order, for
-// finish_column_sums.
+// consecutive rows of one column, twice. Every global access is a whole 8 or 16 bytes. With
+// `column_partials`, the tile's column sums of the values (before rounding) go to row blockIdx.y
+// of it, summed in a fixed order, for finish_column_sums.
 constexpr int kTileRows = 128, kTileCols = 64, kCastThreads = 256;
 constexpr int kVectorsPerThread = kTileRows * kTileCols / 8 / kCastThreads;  // 4
 constexpr int kTilePitch = kTileCols + 4;  // bytes a tile row takes in shared memory: no bank conflicts down a column
