@@ -1,6 +1,9 @@
 #pragma once
 // Fused AdamW over every parameter in one launch (multi-tensor): reads the fp32 gradient, updates
-// the fp32 master weight and both moments, and writes the act_t working copy where there is one.
+// the fp32 master weight and both moments, and writes the act_t working copy where there is one
+// and the FP8 copy where there is one (fp8_update_copy.hpp).
+#include <cuda_fp8.h>
+
 #include <cstdint>
 
 #include "kernel_context.hpp"
@@ -15,6 +18,12 @@ struct AdamTensor {
   float* exp_avg;
   float* exp_avg_sq;
   act_t* working;      // null when nothing reads an act_t copy
+  // The E4M3 copy of the new values under *fp8_scale, their amax into *fp8_amax and 1 / *fp8_scale
+  // into *fp8_scale_inv (Fp8UpdateCopy); fp8 null when there is none.
+  __nv_fp8_storage_t* fp8;
+  const float* fp8_scale;
+  float* fp8_amax;
+  float* fp8_scale_inv;
   int64_t numel;
   float weight_decay;  // 0 where the parameter is not decayed
   // Named, so that the descriptor holds no indeterminate padding bytes: the metadata cache finds
@@ -34,9 +43,11 @@ struct AdamHyper {
   float loss_scale = 1.0f;
 };
 
-// metadata: a device copy of pack_multi_tensor(std::vector<AdamTensor>).
-void adam_step(const void* metadata, size_t chunks_offset, int chunk_count, const AdamHyper& hyper,
-               const KernelContext& ctx);
+// metadata: a device copy of pack_multi_tensor(std::vector<AdamTensor>) of `tensors` entries,
+// `with_fp8` of which have an FP8 copy. A step whose gradient norm is not finite updates nothing
+// and still writes the FP8 copies, of the unchanged values under the scales given now.
+void adam_step(const void* metadata, size_t chunks_offset, int chunk_count, int tensors, int with_fp8,
+               const AdamHyper& hyper, const KernelContext& ctx);
 
 }  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

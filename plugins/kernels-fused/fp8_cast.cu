@@ -4,6 +4,8 @@
 #include <cfloat>
 
 #include "column_reduce.hpp"
+#include "fp8_amax.cuh"
+#include "fp8_tile.cuh"
 #include "gelu.cuh"
 #include "ptdp/checked_call_cuda.hpp"
 #include "ptdp/error.hpp"
@@ -12,16 +14,6 @@
 namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
 namespace {
-
-// The largest |value| as an int: non-negative floats order as their bit patterns do, and every
-// NaN with the sign cleared lies above infinity, so an integer max keeps NaN.
-__device__ __forceinline__ int magnitude_bits(float v) { return __float_as_int(fabsf(v)); }
-
-__device__ __forceinline__ int max_bits(int a, int b) { return a > b ? a : b; }
-
-__device__ __forceinline__ void atomic_max_magnitude(float* target, int bits) {
-  atomicMax(reinterpret_cast<int*>(target), bits);
-}
 
 // Eight consecutive values of x as floats: one 16-byte load of act_t, two of fp32 (weights cast
 // from their fp32 masters), with the streaming hint: a cast reads its input once.
@@ -142,17 +134,14 @@ struct GeluValues {
   }
 };
 
-// A 128 x 64 tile per block of 256 threads. Each thread reads 8 values of a row four times (16
-// bytes of act_t, or 32 of fp32, each time), all four before it uses any: a stored tensor's cast
-// does almost no arithmetic, so its speed is the bytes each SM keeps in flight (it runs at
-// 83-100% of the device's copy bandwidth, kernels-fused-fp8-cast-bandwidth). It writes their FP8
-// bytes as they are, keeps them in shared memory, then writes 2 x 16 bytes of the transpose: 16
-// consecutive rows of one column, twice. Every global access is a whole 8 or 16 bytes. With
-// `column_partials`, the tile's column sums of the values (before rounding) go to row blockIdx.y
-// of it, summed in a fixed order, for finish_column_sums.
-constexpr int kTileRows = 128, kTileCols = 64, kCastThreads = 256;
-constexpr int kVectorsPerThread = kTileRows * kTileCols / 8 / kCastThreads;  // 4
-constexpr int kTilePitch = kTileCols + 4;  // bytes a tile row takes in shared memory: no bank conflicts down a column
+// A tile of fp8_tile.cuh per block. Each thread reads its 8 values of a row four times (16 bytes
+// of act_t, or 32 of fp32, each time), all four before it uses any: a stored tensor's cast does
+// almost no arithmetic, so its speed is the bytes each SM keeps in flight (it runs at 83-100% of
+// the device's copy bandwidth, kernels-fused-fp8-cast-bandwidth). It writes their FP8 bytes as
+// they are and into the tile, then the tile's transpose. With `column_partials`, the tile's
+// column sums of the values (before rounding) go to row blockIdx.y of it, summed in a fixed
+// order, for finish_column_sums.
+constexpr int kCastThreads = kTileThreads;
 
 template <class Values, __nv_fp8_interpretation_t Kind>
 __global__ void __launch_bounds__(kCastThreads, Values::kMinBlocks)
@@ -163,13 +152,12 @@ __global__ void __launch_bounds__(kCastThreads, Values::kMinBlocks)
   const int64_t row0 = int64_t(blockIdx.y) * kTileRows, col0 = int64_t(blockIdx.x) * kTileCols;
   // A thread's vectors share their 8 columns (the tile's rows are 8 vectors wide) and lie 32 rows apart.
   const int c = (threadIdx.x % (kTileCols / 8)) * 8, r0 = threadIdx.x / (kTileCols / 8);
-  constexpr int kRowStep = kCastThreads / (kTileCols / 8);
   const int64_t col = col0 + c;
   float v[kVectorsPerThread][8];
   bool inside[kVectorsPerThread];
 #pragma unroll
   for (int i = 0; i < kVectorsPerThread; ++i) {
-    const int64_t row = row0 + r0 + i * kRowStep;
+    const int64_t row = row0 + r0 + i * kTileRowStep;
     inside[i] = row < rows && col < cols;
     if (inside[i]) values.load(row, col, cols, v[i]);
   }
@@ -179,7 +167,7 @@ __global__ void __launch_bounds__(kCastThreads, Values::kMinBlocks)
 #pragma unroll
   for (int i = 0; i < kVectorsPerThread; ++i) {
     if (!inside[i]) continue;
-    const int r = r0 + i * kRowStep;
+    const int r = r0 + i * kTileRowStep;
     if (column_partials)
 #pragma unroll
       for (int k = 0; k < 8; ++k) sums[k] += v[i][k];
@@ -219,22 +207,7 @@ __global__ void __launch_bounds__(kCastThreads, Values::kMinBlocks)
   }
   if (out_t) {
     __syncthreads();
-    // 16 rows of column tc, at rows tr and tr + 64; a warp writes 64 contiguous bytes of each of
-    // 8 columns of out_t per store.
-    const int tc = threadIdx.x / 4;
-    const int64_t tcol = col0 + tc;
-#pragma unroll
-    for (int half = 0; half < kTileRows / 64; ++half) {
-      const int tr = half * 64 + (threadIdx.x % 4) * 16;
-      const int64_t row = row0 + tr;
-      if (tcol < cols && row < rows) {
-        uint4 packed;
-        fp8* q = reinterpret_cast<fp8*>(&packed);
-#pragma unroll
-        for (int k = 0; k < 16; ++k) q[k] = tile[(tr + k) * kTilePitch + tc];
-        *reinterpret_cast<uint4*>(out_t + tcol * rows + row) = packed;
-      }
-    }
+    store_tile_transposed(tile, row0, col0, rows, cols, out_t);
   }
   if (record && !source.scale) {
     // Tensorwise: the amax the scale came from.

@@ -2,7 +2,9 @@
 
 #include <vector>
 
+#include "fp8_transpose.hpp"
 #include "ptdp/checked_call_cuda.hpp"
+#include "ptdp/error.hpp"
 
 namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
@@ -27,6 +29,11 @@ Fp8Linears::Fp8Linears(Backend& backend, const Fp8Recipe& recipe) : backend_(bac
   amax_scratch_ = Fp8AmaxScratch{amax_partials_.get(), amax_counter_.get()};
 }
 
+Fp8Linears::~Fp8Linears() {
+  for (WeightCopy& copy : weights_)
+    if (copy.writer) copy.writer->set_fp8_update_copy(nullptr);
+}
+
 void Fp8Linears::bind(float* amax, const float* scale) {
   amax_ = amax;
   scale_ = scale;
@@ -37,13 +44,14 @@ void Fp8Linears::prepare_weights(Parameter* const (&weights)[kFp8BlockLinears], 
   const KernelContext& k = backend_.kernel_context();
   Fp8AmaxRecords records;
   for (int i = 0; i < kFp8BlockLinears; ++i) {
-    const Parameter& w = *weights[i];
+    Parameter& w = *weights[i];
     float* scale_inv = weight_scale_inv(i);
     float* amax = state_.get() + kScaleStride * (kFp8BlockLinears + i);
     WeightCopy& copy = weights_[i];
-    if (copy.version != w.values_version()) {
-      const int64_t out = w.spec().local_shape.at(0) * (w.spec().local_shape.size() == 3 ? w.spec().local_shape[1] : 1);
-      const int64_t in = w.numel() / out;
+    const uint64_t version = w.values_version();
+    const int64_t out = w.spec().local_shape.at(0) * (w.spec().local_shape.size() == 3 ? w.spec().local_shape[1] : 1);
+    const int64_t in = w.numel() / out;
+    if (copy.update.made_from != version) {
       if (!copy.data) {
         copy.data = allocate_buffer<fp8>(backend_.arena(), size_t(w.numel()));
         copy.transposed = allocate_buffer<fp8>(backend_.arena(), size_t(w.numel()));
@@ -68,7 +76,23 @@ void Fp8Linears::prepare_weights(Parameter* const (&weights)[kFp8BlockLinears], 
       };
       if (w.master()) cast_weight(static_cast<const float*>(w.master()));
       else cast_weight(static_cast<const act_t*>(w.working()));
-      copy.version = w.values_version();
+      copy.update.made_from = copy.transposed_from = version;
+    } else if (copy.transposed_from != version) {
+      // The optimizer step wrote the stored copy, its amax and scale inverse.
+      fp8_transpose(copy.data.get(), out, in, copy.transposed.get(), k);
+      copy.transposed_from = version;
+    }
+    // The scale the next step's copy is made under is known when the optimizer step runs (the
+    // core finishes the step's amaxes first), so that step writes it, where it updates the
+    // whole master: one byte written an element instead of four read again here. Set each
+    // forward: the core may bind other scale tensors.
+    if (recipe_.scaling == Fp8Scaling::Delayed && w.master() && !w.placed_without_master()) {
+      copy.update.data = copy.data.get();
+      copy.update.scale = scale_slot(i, Fp8Operand::Weight);
+      copy.update.scale_inv = scale_inv;
+      copy.update.amax = amax;
+      w.set_fp8_update_copy(&copy.update);
+      copy.writer = &w;
     }
     if (training) {
       records.record[records.count] = amax_slot(i, Fp8Operand::Weight);
@@ -103,6 +127,18 @@ void Fp8Linears::cast(int k, Fp8Operand operand, const act_t* x, int64_t rows, i
     source.scale = scale_slot(k, operand);
   }
   fp8_cast(x, rows, cols, kind, source, out, transposed, scale_inv, record, ctx);
+}
+
+LayerNormFp8Out Fp8Linears::layer_norm_output(int k, bool training, fp8* out, fp8* transposed,
+                                              float* scale_inv) const {
+  if (!scales_given()) throw Error("kernels-fused: LayerNorm writes FP8 only under a given (delayed) scale");
+  LayerNormFp8Out y;
+  y.scale = scale_slot(k, Fp8Operand::Input);
+  y.out = out;
+  y.out_t = transposed;
+  y.scale_inv = scale_inv;
+  y.record = training ? amax_slot(k, Fp8Operand::Input) : nullptr;
+  return y;
 }
 
 void Fp8Linears::cast_gelu(int k, Fp8Operand operand, const Fp8GeluSource& gelu, int64_t rows, int64_t cols,

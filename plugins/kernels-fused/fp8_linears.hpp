@@ -9,6 +9,9 @@
 
 #include "backend.hpp"
 #include "fp8_cast.hpp"
+#include "fp8_update_copy.hpp"
+#include "layer_norm.hpp"
+#include "parameter.hpp"
 #include "ptdp/fp8.hpp"
 
 namespace ptdp::fused {
@@ -17,13 +20,17 @@ inline namespace PTDP_FUSED_ACTIVATIONS {
 class Fp8Linears {
  public:
   Fp8Linears(Backend& backend, const Fp8Recipe& recipe);
+  ~Fp8Linears();
+  Fp8Linears(const Fp8Linears&) = delete;
+  Fp8Linears& operator=(const Fp8Linears&) = delete;
 
   // amax and scale: F32 [kFp8BlockLinears, kFp8Operands] on the backend's device.
   void bind(float* amax, const float* scale);
 
   // Before a forward: makes the FP8 copies of each weight whose values changed since they
   // were made (weights[k] is linear k's, [out, in]); while training, records the weights' amaxes
-  // for this step.
+  // for this step. Under the delayed recipe, where this rank keeps a weight's whole fp32 master,
+  // the optimizer step writes the next stored copy (Fp8UpdateCopy) and this only transposes it.
   void prepare_weights(Parameter* const (&weights)[kFp8BlockLinears], bool training);
   Fp8Matrix weight(int k) const;             // [out, in], E4M3
   Fp8Matrix weight_transposed(int k) const;  // [in, out], E4M3
@@ -39,6 +46,11 @@ class Fp8Linears {
   // can be made by the kernel that computes its values.
   bool scales_given() const { return recipe_.scaling == Fp8Scaling::Delayed; }
 
+  // With scales_given(): what LayerNorm writes in place of its act_t output when linear k's
+  // input is that output (layer_norm_forward_fp8): E4M3 into `out` and `transposed` (either may
+  // be null), cast as `cast` casts it.
+  LayerNormFp8Out layer_norm_output(int k, bool training, fp8* out, fp8* transposed, float* scale_inv) const;
+
   // With scales_given(): linear k's input or output gradient made from the MLP's GeLU
   // (fp8_cast_gelu: FC2's input, or FC1's output gradient with its bias gradient added to
   // *dbias), cast as `cast` casts it.
@@ -48,7 +60,11 @@ class Fp8Linears {
  private:
   struct WeightCopy {
     DeviceBuffer<fp8> data, transposed;
-    uint64_t version = 0;  // the values' version it was made from; 0: none yet
+    // Where data is and what it was made from (update.made_from, the values' version; 0: none
+    // yet); under the delayed recipe the optimizer step writes it too (Fp8UpdateCopy).
+    Fp8UpdateCopy update;
+    uint64_t transposed_from = 0;  // the values' version `transposed` was made from
+    Parameter* writer = nullptr;   // the parameter whose optimizer step writes `update`, or null
   };
   float* amax_slot(int k, Fp8Operand operand) const { return amax_ + k * kFp8Operands + int(operand); }
   const float* scale_slot(int k, Fp8Operand operand) const { return scale_ + k * kFp8Operands + int(operand); }

@@ -284,6 +284,7 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
   auto& b = bound();
   if (step.step < 1) throw Error("kernels-fused: adam_step: step " + std::to_string(step.step) + " must be >= 1");
   std::vector<AdamTensor> list;
+  int with_fp8 = 0;
   for (const ParamRef& p : params) {
     for (const Tensor* t : {&p.master, &p.grad, &p.exp_avg, &p.exp_avg_sq}) {
       if (t->dtype != DType::F32 || t->numel() != p.master.numel())
@@ -297,9 +298,18 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
     auto owner = b->parameter_holding(p.master.data);
     act_t* working = owner && owner->working() ? owner->working() + (p.master.as<float>() - owner->master()) : nullptr;
     if (owner) owner->values_changed();
+    // The FP8 copy only of a whole parameter: a shard's step makes part of the values.
+    Fp8UpdateCopy* fp8 = owner && p.master.data == owner->master() && p.master.numel() == owner->numel()
+                             ? owner->fp8_update_copy()
+                             : nullptr;
+    if (fp8) {
+      fp8->made_from = owner->values_version();
+      ++with_fp8;
+    }
     list.push_back(AdamTensor{p.master.as<float>(), p.grad.as<const float>(), p.exp_avg.as<float>(),
-                              p.exp_avg_sq.as<float>(), working, p.master.numel(),
-                              p.weight_decay ? step.weight_decay : 0.0f});
+                              p.exp_avg_sq.as<float>(), working, fp8 ? fp8->data : nullptr,
+                              fp8 ? fp8->scale : nullptr, fp8 ? fp8->amax : nullptr, fp8 ? fp8->scale_inv : nullptr,
+                              p.master.numel(), p.weight_decay ? step.weight_decay : 0.0f});
   }
   if (list.empty()) return;
   AdamHyper hyper;
@@ -321,8 +331,8 @@ void KernelsFused::adam_step(const std::vector<ParamRef>& params, const AdamStep
   }
   b->activate();
   const MultiTensorMetadata meta = pack_multi_tensor(list);
-  ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count, hyper,
-                           b->kernel_context());
+  ::ptdp::fused::adam_step(b->metadata().device_copy(meta.bytes), meta.chunks_offset, meta.chunk_count,
+                           int(list.size()), with_fp8, hyper, b->kernel_context());
 }
 
 void KernelsFused::place_parameters(const std::vector<ParamRef>& params) {

@@ -2,6 +2,7 @@
 // LayerNorm over the last dimension, act_t activations with fp32 statistics and parameters.
 #include <cstdint>
 
+#include "fp8_cast.hpp"
 #include "kernel_context.hpp"
 
 namespace ptdp::fused {
@@ -13,6 +14,27 @@ inline namespace PTDP_FUSED_ACTIVATIONS {
 // columns, up to 4096, are held in registers while they are normalized.
 void layer_norm_forward(const act_t* x, const float* gamma, const float* beta, act_t* y, float* mean, float* rstd,
                         int64_t rows, int64_t cols, float eps, const KernelContext& ctx, act_t* copy = nullptr);
+
+// LayerNorm's output as E4M3 under a given scale (the delayed recipe), written by the kernel that
+// normalizes it in place of the act_t output: as stored (out, may be null) and transposed (out_t,
+// [cols, rows], may be null), the bytes fp8_cast makes of the act_t output; *scale_inv = 1 /
+// *scale, and *record (may be null) raised to the output's amax.
+struct LayerNormFp8Out {
+  const float* scale = nullptr;
+  fp8* out = nullptr;
+  fp8* out_t = nullptr;
+  float* scale_inv = nullptr;
+  float* record = nullptr;
+};
+
+// Whether layer_norm_forward_fp8 (and bias_dropout_add_layer_norm_forward_fp8) take this shape:
+// rows held in registers (layer_norm_forward's), and a multiple of 16 rows.
+bool layer_norm_fp8_fits(int64_t rows, int64_t cols);
+
+// layer_norm_forward with its output as E4M3 (LayerNormFp8Out) instead of act_t.
+void layer_norm_forward_fp8(const act_t* x, const float* gamma, const float* beta, const LayerNormFp8Out& y,
+                            float* mean, float* rstd, int64_t rows, int64_t cols, float eps, const KernelContext& ctx,
+                            act_t* copy = nullptr);
 
 // dx = residual_grad + LayerNorm'(dy); dgamma += sum over rows of dy * xhat, dbeta += sum of dy
 // (fp32 accumulators), and residual_sum, when given with residual_grad, += the column sums of

@@ -40,11 +40,18 @@ struct HeldRow {
   uint4 raw[N];
 };
 
-// y = (x - mean) * rstd * gamma + beta over a held row. It was read once; the three passes run
-// over registers, so the warp keeps all its loads in flight at once.
-template <int N>
+// Where a held row's normalized values go: act_t, stored (y's row).
+struct ActRowStore {
+  act_t* __restrict__ yr;
+  __device__ __forceinline__ void operator()(int64_t c, const float (&v)[8]) const { store_vec<8>(yr + c, v); }
+};
+
+// y = (x - mean) * rstd * gamma + beta over a held row, each 8 values of y given to store(c, v)
+// (ActRowStore, or layer_norm_fp8.cuh's FP8 one). It was read once; the three passes run over
+// registers, so the warp keeps all its loads in flight at once.
+template <int N, class Store>
 __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, const float* __restrict__ gamma,
-                                                        const float* __restrict__ beta, act_t* __restrict__ yr,
+                                                        const float* __restrict__ beta, const Store& store,
                                                         int64_t cols, float eps, int lane) {
   float sum = 0.0f;
 #pragma unroll
@@ -73,7 +80,7 @@ __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, c
     load_vec<8>(beta + c, b);
 #pragma unroll
     for (int k = 0; k < 8; ++k) v[k] = (v[k] - mean) * rstd * g[k] + b[k];
-    store_vec<8>(yr + c, v);
+    store(c, v);
   }
   return {mean, rstd};
 }

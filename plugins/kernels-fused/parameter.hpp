@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arena.hpp"
+#include "fp8_update_copy.hpp"
 #include "kernel_context.hpp"
 #include "ptdp/gpt_parameters.hpp"
 #include "ptdp/layer_kernels.hpp"
@@ -61,6 +62,10 @@ class Parameter {
   // copy made from them, as FP8 weights are, is made again only when they changed.
   uint64_t values_version() const { return values_version_; }
   void values_changed() { ++values_version_; }
+  // Where the optimizer step also writes an FP8 copy of the values it makes (whole-parameter
+  // steps only), or null. The copy's owner sets it and outlives the parameter's optimizer steps.
+  Fp8UpdateCopy* fp8_update_copy() const { return fp8_update_copy_; }
+  void set_fp8_update_copy(Fp8UpdateCopy* copy) { fp8_update_copy_ = copy; }
   ParamRef ref() const;
   // The master weights (copied on the stream) and the gradient move to the core's memory; this
   // parameter's own block goes back to the arena. A null master: the core keeps none, and the
@@ -82,6 +87,7 @@ class Parameter {
   std::shared_ptr<void> own_master_;  // the fp32 values, placed without a master and read
   std::shared_ptr<void> working_;  // act_t copy of master, or null
   uint64_t values_version_ = 1;
+  Fp8UpdateCopy* fp8_update_copy_ = nullptr;
 };
 
 }  // inline namespace PTDP_FUSED_ACTIVATIONS

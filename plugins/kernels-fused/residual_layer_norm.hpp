@@ -7,6 +7,7 @@
 
 #include "dropout.hpp"
 #include "kernel_context.hpp"
+#include "layer_norm.hpp"
 
 namespace ptdp::fused {
 inline namespace PTDP_FUSED_ACTIVATIONS {
@@ -19,6 +20,13 @@ void bias_dropout_add_layer_norm_forward(const act_t* x, const float* bias, cons
                                          const float* gamma, const float* beta, act_t* y, float* mean, float* rstd,
                                          int64_t rows, int64_t cols, float eps, const DropoutSite& dropout,
                                          const KernelContext& ctx);
+
+// The same with LayerNorm's output as E4M3 (layer_norm.hpp's LayerNormFp8Out) instead of act_t;
+// the shapes layer_norm_fp8_fits takes.
+void bias_dropout_add_layer_norm_forward_fp8(const act_t* x, const float* bias, const act_t* residual, act_t* out,
+                                             const float* gamma, const float* beta, const LayerNormFp8Out& y,
+                                             float* mean, float* rstd, int64_t rows, int64_t cols, float eps,
+                                             const DropoutSite& dropout, const KernelContext& ctx);
 
 }  // inline namespace PTDP_FUSED_ACTIVATIONS
 }  // namespace ptdp::fused

@@ -119,16 +119,19 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
   // Backward needs the input, which the caller may overwrite once this returns: LayerNorm keeps a
   // copy as it reads it. Until `out` is written, the block reads `in` itself.
   const act_t* x = in.as<const act_t>();
+  const bool gelu_in_fp8_cast = fp8_ && fp8_->scales_given();
+  // Likewise each LayerNorm writes the FP8 input of the GEMM it feeds (layer_norm_fp8.cuh), where
+  // no sequence-parallel gather comes between them: its act_t output is never stored.
+  const bool layer_norm_in_fp8 = gelu_in_fp8_cast && !rows.sequence_parallel() && layer_norm_fp8_fits(local, h);
   if (save) a->x = allocate_buffer<act_t>(arena, size_t(local * h));
-  a->ln1 = allocate_buffer<act_t>(arena, size_t(local * h));
+  if (!layer_norm_in_fp8) a->ln1 = allocate_buffer<act_t>(arena, size_t(local * h));
   a->ln1_stats = allocate_buffer<float>(arena, size_t(2 * local));
   a->qkv = allocate_buffer<act_t>(arena, size_t(tokens * 3 * width_));
   a->ctx = allocate_buffer<act_t>(arena, size_t(tokens * width_));
   a->h = allocate_buffer<act_t>(arena, size_t(local * h));
-  a->ln2 = allocate_buffer<act_t>(arena, size_t(local * h));
+  if (!layer_norm_in_fp8) a->ln2 = allocate_buffer<act_t>(arena, size_t(local * h));
   a->ln2_stats = allocate_buffer<float>(arena, size_t(2 * local));
   a->fc1 = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
-  const bool gelu_in_fp8_cast = fp8_ && fp8_->scales_given();
   if (!gelu_in_fp8_cast) a->act = allocate_buffer<act_t>(arena, size_t(tokens * ffn_));
   auto partial = allocate_buffer<act_t>(arena, size_t(tokens * h));  // row-parallel GEMM outputs
   DeviceBuffer<act_t> gathered, summed;  // under sequence parallelism: a GEMM's input, a sum's rows
@@ -139,17 +142,44 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
     fp8_->prepare_weights(weights, mb.training);
   }
 
+  // A LayerNorm's FP8 output for linear k: as stored for the GEMM, transposed where kept.
+  const auto layer_norm_fp8_output = [&](int linear, DeviceBuffer<fp8>& x8) {
+    x8 = allocate_buffer<fp8>(arena, size_t(tokens * h));
+    if (save) a->input_t[linear] = allocate_buffer<fp8>(arena, size_t(tokens * h));
+    return fp8_->layer_norm_output(linear, mb.training, x8.get(), a->input_t[linear].get(),
+                                   a->input_scale_inv.get() + kScaleStride * linear);
+  };
+  DeviceBuffer<fp8> ln_x8;
+
   // Attention half.
-  layer_norm_forward(x, ln1_weight_->master(), ln1_bias_->master(), a->ln1.get(), a->ln1_stats.get(),
-                     a->ln1_stats.get() + local, local, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
-  linear_forward(kQkv, rows.column_parallel_input(a->ln1.get(), gathered, h), false, *qkv_weight_,
-                 bias_epilogue(qkv_bias_->working()), a->qkv.get(), h, 3 * width_, mb, *a, save);
+  if (layer_norm_in_fp8) {
+    layer_norm_forward_fp8(x, ln1_weight_->master(), ln1_bias_->master(), layer_norm_fp8_output(kQkv, ln_x8),
+                           a->ln1_stats.get(), a->ln1_stats.get() + local, local, h, m.layernorm_eps, k,
+                           save ? a->x.get() : nullptr);
+    fp8_forward_gemm(kQkv, ln_x8.get(), *a, bias_epilogue(qkv_bias_->working()), a->qkv.get(), h, 3 * width_);
+  } else {
+    layer_norm_forward(x, ln1_weight_->master(), ln1_bias_->master(), a->ln1.get(), a->ln1_stats.get(),
+                       a->ln1_stats.get() + local, local, h, m.layernorm_eps, k, save ? a->x.get() : nullptr);
+    linear_forward(kQkv, rows.column_parallel_input(a->ln1.get(), gathered, h), false, *qkv_weight_,
+                   bias_epilogue(qkv_bias_->working()), a->qkv.get(), h, 3 * width_, mb, *a, save);
+  }
   gathered = {};
   a->attention = backend_->attention().forward(a->qkv.get(), a->ctx.get(), save);
   linear_forward(kProj, a->ctx.get(), true, *proj_weight_, {}, partial.get(), width_, h, mb, *a, save);
   const act_t* attention_out = rows.row_parallel_output(partial.get(), summed, h);
   const DropoutSite attention_dropout = backend_->dropout_site(mb, 1 + 2 * layer_);
-  if (backend_->options().fused_residual_layer_norm) {
+  if (layer_norm_in_fp8) {
+    const LayerNormFp8Out ln2_out = layer_norm_fp8_output(kFc1, ln_x8);
+    if (backend_->options().fused_residual_layer_norm) {
+      bias_dropout_add_layer_norm_forward_fp8(attention_out, proj_bias_->master(), x, a->h.get(), ln2_weight_->master(),
+                                              ln2_bias_->master(), ln2_out, a->ln2_stats.get(),
+                                              a->ln2_stats.get() + local, local, h, m.layernorm_eps, attention_dropout, k);
+    } else {
+      bias_dropout_add_forward(attention_out, proj_bias_->master(), x, a->h.get(), local, h, attention_dropout, k);
+      layer_norm_forward_fp8(a->h.get(), ln2_weight_->master(), ln2_bias_->master(), ln2_out, a->ln2_stats.get(),
+                             a->ln2_stats.get() + local, local, h, m.layernorm_eps, k);
+    }
+  } else if (backend_->options().fused_residual_layer_norm) {
     // The MLP half's LayerNorm too, in the same kernel.
     bias_dropout_add_layer_norm_forward(attention_out, proj_bias_->master(), x, a->h.get(), ln2_weight_->master(),
                                         ln2_bias_->master(), a->ln2.get(), a->ln2_stats.get(),
@@ -160,11 +190,13 @@ void FusedTransformerBlock::forward(const MicroBatch& mb, const Tensor& in, Tens
                        a->ln2_stats.get() + local, local, h, m.layernorm_eps, k);
   }
   summed = {};
-  const act_t* fc1_in = rows.column_parallel_input(a->ln2.get(), gathered, h);
+  const act_t* fc1_in = layer_norm_in_fp8 ? nullptr : rows.column_parallel_input(a->ln2.get(), gathered, h);
 
   // MLP half. `out` is written last, so it may be the same memory as `in`.
   if (gelu_in_fp8_cast) {
-    linear_forward(kFc1, fc1_in, false, *fc1_weight_, {}, a->fc1.get(), h, ffn_, mb, *a, save);
+    if (layer_norm_in_fp8) fp8_forward_gemm(kFc1, ln_x8.get(), *a, {}, a->fc1.get(), h, ffn_);
+    else linear_forward(kFc1, fc1_in, false, *fc1_weight_, {}, a->fc1.get(), h, ffn_, mb, *a, save);
+    ln_x8 = {};
     auto x8 = allocate_buffer<fp8>(arena, size_t(tokens * ffn_));
     if (save) a->input_t[kFc2] = allocate_buffer<fp8>(arena, size_t(tokens * ffn_));
     fp8_->cast_gelu(kFc2, Fp8Operand::Input, Fp8GeluSource{a->fc1.get(), fc1_bias_->master(), nullptr}, tokens, ffn_,

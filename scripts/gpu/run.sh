@@ -43,7 +43,8 @@
 #            transposed) against cudaMemcpy between device buffers
 #   fp8      FP8 (precision.fp8 = "hybrid"): 20 steps of a small GPT on the GPU against kernels-ref's
 #            emulation of the same recipe on the CPU, tensorwise and delayed; the 1.3B model's
-#            step, bf16 against both recipes (ptdp-host ab); a delayed-recipe FP8 step profiled
+#            step, bf16 against both recipes (ptdp-host ab; with a baseline in the bundle, its
+#            kernels-fused's delayed recipe as a fourth arm); a delayed-recipe FP8 step profiled
 #   fp8-memory  peak device memory of the 1.3B step in bf16 and in FP8 (both recipes); then the
 #            largest of the `largest` scan's shapes that trains in FP8 (delayed, micro-batch 1, no
 #            recomputation), and bf16 against FP8 on it (ptdp-host ab)
@@ -233,9 +234,16 @@ fp8)
     tail -2 "$OUT/fp8-$recipe-gpu.log"
   done
   fp8=(--set 'precision.fp8="hybrid"')
+  # With a baseline in the bundle (BASELINE=COMMIT scripts/gpu/build.sh), its kernels-fused's
+  # delayed recipe too, in the same ab.
+  base_arm=()
+  if [ -f "$B/baseline/libptdp-kernels-fused.so" ]; then
+    base_arm=(--arm "fp8-delayed-$(cut -c1-7 "$B/baseline/commit")" "${fp8[@]}" --set 'precision.fp8_recipe="delayed"'
+              --set "plugins.search_path=[\"$B/baseline\"]")
+  fi
   "$HOST" ab examples/gpt-1gpu.toml --rounds "${AB_ROUNDS:-2}" --steps 10 --warmup 3 --out "$OUT/ab-fp8" \
     --arm bf16 --arm fp8 "${fp8[@]}" --arm fp8-delayed "${fp8[@]}" --set 'precision.fp8_recipe="delayed"' \
-    > "$OUT/ab-fp8.log" 2>&1
+    "${base_arm[@]}" > "$OUT/ab-fp8.log" 2>&1
   row "ab: bf16 against FP8, 1.3B b=4" "exit $?"
   ab_report ab-fp8
   # The delayed recipe's step, whose casts compute the GeLU (the tensorwise one's was profiled on 2026-12-04).

@@ -38,7 +38,7 @@ int main() {
     auto working = device_zeros(n * sizeof(act_t));
     const std::vector<ptdp::fused::AdamTensor> list{
         {static_cast<float*>(param.get()), static_cast<const float*>(grad.get()), static_cast<float*>(exp_avg.get()),
-         static_cast<float*>(exp_avg_sq.get()), static_cast<act_t*>(working.get()), n, 0.1f}};
+         static_cast<float*>(exp_avg_sq.get()), static_cast<act_t*>(working.get()), nullptr, nullptr, nullptr, nullptr, n, 0.1f}};
     const ptdp::fused::MultiTensorMetadata meta = ptdp::fused::pack_multi_tensor(list);
     auto device_meta = device_zeros(meta.bytes.size());
     PTDP_CALL(cudaMemcpy(device_meta.get(), meta.bytes.data(), meta.bytes.size(), cudaMemcpyHostToDevice));
@@ -46,7 +46,7 @@ int main() {
     ctx.stream = stream;
     const ptdp::fused::AdamHyper hyper{1e-4f, 0.9f, 0.95f, 1e-8f, 1.0f, 0.1f, 0.05f};
     const float adam_ms = ptdp::fused::bench::mean_launch_ms(stream, 3, 20, [&] {
-      ptdp::fused::adam_step(device_meta.get(), meta.chunks_offset, meta.chunk_count, hyper, ctx);
+      ptdp::fused::adam_step(device_meta.get(), meta.chunks_offset, meta.chunk_count, 1, 0, hyper, ctx);
     });
     auto copy = device_zeros(n * sizeof(float));
     const float copy_ms = ptdp::fused::bench::mean_launch_ms(stream, 3, 20, [&] {

@@ -1,11 +1,14 @@
 // The FP8 casts: fp8_cast of act_t and of fp32 against the conversion done on the host (cuda_fp8.h's
-// own, under ptdp::fp8_scale's scale), both layouts byte for byte; and the casts that compute their
+// own, under ptdp::fp8_scale's scale), both layouts byte for byte; the casts that compute their
 // values (fp8_cast_gelu, the delayed recipe's GeLU) against the kernels they stand for: bias + GeLU
 // (forward or backward) storing act_t, then fp8_cast of what was stored. The FP8 bytes, both
 // layouts, the amax found and the scale inverse must be the same bits; the bias gradient, summed
-// in another order, the same within fp32 rounding.
+// in another order, the same within fp32 rounding. LayerNorm writing FP8 against LayerNorm then
+// fp8_cast, likewise; and fp8_transpose against the host's transpose.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "ptdp/fp8.hpp"
 
@@ -13,6 +16,10 @@
 #include "device_check_registry.hpp"
 #include "device_checks.hpp"
 #include "fp8_cast.hpp"
+#include "fp8_transpose.hpp"
+#include "layer_norm.hpp"
+#include "random_dropout_site.hpp"
+#include "residual_layer_norm.hpp"
 
 namespace ptdp::fused::test {
 namespace {
@@ -121,6 +128,78 @@ void check_gelu_cast(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols
     checks.close(name + " bias gradient", widen(got_dbias.download()), widen(want_dbias.download()), kFp32Sum);
 }
 
+// LayerNorm writing its output in FP8 (layer_norm_forward_fp8; with `residual`, the residual add
+// before it, bias_dropout_add_layer_norm_forward_fp8, dropout p) against the act_t kernel then
+// fp8_cast of what it stored: the FP8 bytes of both layouts, amax and scale inverse, the
+// statistics, and the input's copy (or the residual sum), all bit for bit.
+void check_layer_norm_cast(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols, bool residual, float p) {
+  const std::string name = std::string(residual ? "residual add + " : "") + "LayerNorm cast " +
+                           shape_name({rows, cols}) + (p > 0 ? " dropout" : "");
+  const size_t n = size_t(rows * cols);
+  const float eps = 1e-5f;
+  const auto x = to_bf16(random_bf16_values(n, -2.0f, 3.0f)), res = to_bf16(random_bf16_values(n));
+  const auto bias = random_values(size_t(cols), -0.5f, 0.5f), gamma = random_values(size_t(cols), 0.5f, 1.5f),
+             beta = random_values(size_t(cols), -0.5f, 0.5f);
+  const DropoutSite site = random_site(1, int(rows), int(cols), p);
+  DeviceArray<uint16_t> d_x(x), d_y(n), want_side(residual ? res : std::vector<uint16_t>(n)),
+      got_side(residual ? res : std::vector<uint16_t>(n));
+  DeviceArray<float> d_bias(bias), d_gamma(gamma), d_beta(beta), want_stats(size_t(2 * rows)),
+      got_stats(size_t(2 * rows)), d_scale(std::vector<float>{96.0f});
+  // The unfused kernels: act_t stored (the residual sum into the side buffer, or the input copied
+  // there), then cast.
+  if (residual)
+    bias_dropout_add_layer_norm_forward(bf(d_x), d_bias.get(), bf(want_side), bf(want_side), d_gamma.get(), d_beta.get(),
+                                        bf(d_y), want_stats.get(), want_stats.get() + rows, rows, cols, eps, site, dev.ctx);
+  else
+    layer_norm_forward(bf(d_x), d_gamma.get(), d_beta.get(), bf(d_y), want_stats.get(), want_stats.get() + rows, rows,
+                       cols, eps, dev.ctx, bf(want_side));
+  DeviceArray<uint8_t> want_out(n), want_t(n), got_out(n), got_t(n);
+  DeviceArray<float> want_scale_inv(1), want_amax(std::vector<float>{0.0f}), got_scale_inv(1),
+      got_amax(std::vector<float>{0.0f});
+  Fp8ScaleSource source;
+  source.scale = d_scale.get();
+  fp8_cast(bf(d_y), rows, cols, Fp8Kind::E4M3, source, want_out.get(), want_t.get(), want_scale_inv.get(),
+           want_amax.get(), dev.ctx);
+
+  got_out.poison(), got_t.poison(), got_stats.poison();
+  LayerNormFp8Out y;
+  y.scale = d_scale.get();
+  y.out = got_out.get();
+  y.out_t = got_t.get();
+  y.scale_inv = got_scale_inv.get();
+  y.record = got_amax.get();
+  if (residual)
+    bias_dropout_add_layer_norm_forward_fp8(bf(d_x), d_bias.get(), bf(got_side), bf(got_side), d_gamma.get(),
+                                            d_beta.get(), y, got_stats.get(), got_stats.get() + rows, rows, cols, eps,
+                                            site, dev.ctx);
+  else
+    layer_norm_forward_fp8(bf(d_x), d_gamma.get(), d_beta.get(), y, got_stats.get(), got_stats.get() + rows, rows, cols,
+                           eps, dev.ctx, bf(got_side));
+  compare(checks, name, read(got_out, got_t, got_scale_inv, got_amax), read(want_out, want_t, want_scale_inv, want_amax));
+  const auto got_s = got_stats.download(), want_s = want_stats.download();
+  checks.record(name + " statistics and " + (residual ? "residual sum" : "input copy"),
+                std::memcmp(got_s.data(), want_s.data(), got_s.size() * sizeof(float)) == 0 &&
+                    got_side.download() == want_side.download(),
+                "differ from the act_t kernel's");
+}
+
+// fp8_transpose of every byte value (NaN patterns included: it moves bytes, it does not convert)
+// against the host's transpose.
+void check_transpose(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols) {
+  const size_t n = size_t(rows * cols);
+  std::vector<uint8_t> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = uint8_t((i * 2654435761u) >> 13);
+  DeviceArray<uint8_t> d_x(x), got(n);
+  got.poison();
+  fp8_transpose(d_x.get(), rows, cols, got.get(), dev.ctx);
+  const std::vector<uint8_t> out = got.download();
+  size_t differing = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) differing += out[size_t(c * rows + r)] != x[size_t(r * cols + c)];
+  checks.record("transpose " + shape_name({rows, cols}), differing == 0,
+                std::to_string(differing) + " of " + std::to_string(n) + " bytes differ");
+}
+
 }  // namespace
 
 void register_fp8_cast_checks() {
@@ -143,6 +222,20 @@ void register_fp8_cast_checks() {
                          [r, c, gradient, with_bias](Checks& checks, TestDevice& dev) {
                            check_gelu_cast(checks, dev, r, c, gradient, with_bias);
                          });
+  // One block of rows, held rows of 256 (one vector a lane) to 4096 columns (64 KiB of shared
+  // memory a block), and the 1.3B model's LayerNorm at micro-batch 4 (8192 tokens, h 2048).
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{16, 256}, {48, 768}, {64, 4096}, {8192, 2048}})
+    for (bool residual : {false, true})
+      for (float p : residual ? std::vector<float>{0.0f, 0.1f} : std::vector<float>{0.0f})
+        add_device_check("Fp8Cast", std::string(residual ? "residual add + " : "") + "LayerNorm " +
+                                        shape_name({r, c}) + (p > 0 ? " dropout" : ""),
+                         [r, c, residual, p](Checks& checks, TestDevice& dev) {
+                           check_layer_norm_cast(checks, dev, r, c, residual, p);
+                         });
+  // One tile, partial tiles at both edges, and the 1.3B model's QKV weight.
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{128, 64}, {48, 80}, {272, 1040}, {6144, 2048}})
+    add_device_check("Fp8Cast", "transpose " + shape_name({r, c}),
+                     [r, c](Checks& checks, TestDevice& dev) { check_transpose(checks, dev, r, c); });
 }
 
 }  // namespace ptdp::fused::test

@@ -14,6 +14,7 @@
 #include "embedding.hpp"
 #include "gemm.hpp"
 #include "grad_norm.hpp"
+#include "random_dropout_site.hpp"
 #include "layer_norm.hpp"
 #include "residual_layer_norm.hpp"
 #include "softmax.hpp"
@@ -64,20 +65,6 @@ void check_bias_gelu(Checks& checks, TestDevice& dev, int64_t rows, int64_t cols
   checks.close("bias_gelu forward" + shape, widen(d_y.download()), y, kBf16Output);
   checks.close("bias_gelu backward dx" + shape, widen(d_g.download()), dx, kBf16Output);
   checks.close("bias_gelu backward dbias" + shape, widen(d_dbias.download()), db, kFp32);
-}
-
-DropoutSite random_site(int micro_batch, int seq_len, int hidden, float p) {
-  std::uniform_int_distribution<int64_t> small(0, 1000);
-  DropoutSite site;
-  site.seed = rng()();
-  site.step = small(rng());
-  site.site = int(small(rng()) % 50);
-  site.p = p;
-  site.first_sample = small(rng());
-  site.micro_batch = micro_batch;
-  site.seq_len = seq_len;
-  site.hidden = hidden;
-  return site;
 }
 
 void check_bias_dropout_add(Checks& checks, TestDevice& dev, int s, int b, int h, float p) {
@@ -563,6 +550,23 @@ void check_column_sum(Checks& checks, TestDevice& dev, int64_t rows, int64_t col
   checks.close("column sum (bias gradient) " + shape_name({rows, cols}), widen(d_acc.download()), ref, kFp32);
 }
 
+// An FP8 copy that Adam wrote (copy, `offset` bytes in) against the host's conversion of the
+// values it holds: the same bytes, their amax, and 1 / scale.
+void check_fp8_update_copy(Checks& checks, const std::string& name, const std::vector<float>& values, float scale,
+                           const std::vector<uint8_t>& copy, size_t offset, float amax, float scale_inv) {
+  size_t mismatched = 0;
+  float want_amax = 0.0f;
+  for (size_t i = 0; i < values.size(); ++i) {
+    mismatched += copy[i + offset] != __nv_cvt_float_to_fp8(values[i] * scale, __NV_SATFINITE, __NV_E4M3);
+    want_amax = std::fmax(want_amax, std::fabs(values[i]));
+  }
+  checks.record(name + " bytes", mismatched == 0,
+                std::to_string(mismatched) + " of " + std::to_string(values.size()) + " differ from the host's E4M3");
+  checks.record(name + " amax and scale inverse", amax == want_amax && scale_inv == 1.0f / scale,
+                "amax " + std::to_string(amax) + " (want " + std::to_string(want_amax) + "), scale inverse " +
+                    std::to_string(scale_inv));
+}
+
 void check_adam_and_norm(Checks& checks, TestDevice& dev) {
   // The last tensor starts one element past an aligned address, as a view into a contiguous
   // buffer may: Adam's 16-byte accesses must fall back for it.
@@ -581,6 +585,12 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
   std::vector<std::unique_ptr<DeviceArray<uint16_t>>> w;
   std::vector<std::vector<float>> hp, hg, hm, hv;
   std::vector<AdamTensor> adam;
+  // FP8 copies (fp8_update_copy.hpp) of tensors 1, 3 and 4: 16-byte and scalar paths, and a
+  // scale under which the largest values saturate.
+  const auto has_fp8 = [](size_t t) { return t == 1 || t == 3 || t == 4; };
+  constexpr float kFp8Scale = 600.0f;
+  std::vector<std::unique_ptr<DeviceArray<uint8_t>>> f8;
+  std::vector<std::unique_ptr<DeviceArray<float>>> f8_scale, f8_amax, f8_scale_inv;
   std::vector<SquareSumTensor> squares;
   double square_sum = 0;
   for (size_t t = 0; t < sizes.size(); ++t) {
@@ -597,8 +607,15 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
     w.back()->poison();
     const bool has_working = t % 2 == 1 || t == 4;
     const size_t o = misalign(t);
+    f8.push_back(std::make_unique<DeviceArray<uint8_t>>(n + o));
+    f8.back()->poison();
+    f8_scale.push_back(std::make_unique<DeviceArray<float>>(std::vector<float>{kFp8Scale}));
+    f8_amax.push_back(std::make_unique<DeviceArray<float>>(std::vector<float>{1e30f}));  // the step zeroes it
+    f8_scale_inv.push_back(std::make_unique<DeviceArray<float>>(1));
     adam.push_back(AdamTensor{p.back()->get() + o, g.back()->get() + o, m.back()->get() + o, v.back()->get() + o,
-                              has_working ? reinterpret_cast<act_t*>(w.back()->get() + o) : nullptr, int64_t(n),
+                              has_working ? reinterpret_cast<act_t*>(w.back()->get() + o) : nullptr,
+                              has_fp8(t) ? reinterpret_cast<__nv_fp8_storage_t*>(f8.back()->get() + o) : nullptr,
+                              f8_scale.back()->get(), f8_amax.back()->get(), f8_scale_inv.back()->get(), int64_t(n),
                               t >= 2 ? 0.1f : 0.0f});
     squares.push_back(SquareSumTensor{g.back()->get() + o, int64_t(n)});
     for (float x : hg.back()) square_sum += double(x) * x;
@@ -612,7 +629,7 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
 
   const MultiTensorMetadata meta = pack_multi_tensor(adam);
   DeviceArray<uint8_t> d_meta(meta.bytes);
-  adam_step(d_meta.get(), meta.chunks_offset, meta.chunk_count, hyper, dev.ctx);
+  adam_step(d_meta.get(), meta.chunks_offset, meta.chunk_count, int(adam.size()), 3, hyper, dev.ctx);
   for (size_t t = 0; t < sizes.size(); ++t) {
     const size_t n = size_t(sizes[t]);
     // The new moment and parameter are sums whose terms may nearly cancel (in a one-element
@@ -641,6 +658,29 @@ void check_adam_and_norm(Checks& checks, TestDevice& dev) {
       checks.record("adam bf16 working copy" + name, mismatched == 0,
                     std::to_string(mismatched) + " elements differ from the rounded master");
     }
+    if (has_fp8(t)) check_fp8_update_copy(checks, "adam FP8 copy" + name, got_p, kFp8Scale, f8[t]->download(),
+                                          misalign(t), f8_amax[t]->download()[0], f8_scale_inv[t]->download()[0]);
+  }
+
+  // A step whose gradient norm is not finite changes no value and still writes the FP8 copies, of
+  // the values as they are, under the scales given now.
+  std::vector<std::vector<float>> before;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    before.push_back(p[t]->download());
+    f8[t]->poison();
+    f8_scale[t]->upload({kFp8Scale / 4});
+  }
+  DeviceArray<float> inf_sum(std::vector<float>{INFINITY});
+  AdamHyper skipped = hyper;
+  skipped.grad_sum_squares = inf_sum.get();
+  skipped.max_grad_norm = 1.0f;
+  adam_step(d_meta.get(), meta.chunks_offset, meta.chunk_count, int(adam.size()), 3, skipped, dev.ctx);
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    const std::string name = " tensor " + std::to_string(t) + ", gradient norm not finite";
+    checks.record("adam values" + name, p[t]->download() == before[t], "a value changed");
+    if (has_fp8(t))
+      check_fp8_update_copy(checks, "adam FP8 copy" + name, unpadded(t, before[t]), kFp8Scale / 4, f8[t]->download(),
+                            misalign(t), f8_amax[t]->download()[0], f8_scale_inv[t]->download()[0]);
   }
 
   std::vector<CastTensor> casts;

@@ -37,7 +37,8 @@ void expect_same_bytes(Make make) {
 TEST(MultiTensorMetadata, DescriptorsPackToTheSameBytesWhereverTheyWereBuilt) {
   auto* f = reinterpret_cast<float*>(std::uintptr_t{0x1000});
   auto* w = reinterpret_cast<act_t*>(std::uintptr_t{0x2000});
-  expect_same_bytes<AdamTensor>([&] { return AdamTensor{f, f, f, f, w, 70000, 0.1f}; });
+  auto* q = reinterpret_cast<__nv_fp8_storage_t*>(std::uintptr_t{0x3000});
+  expect_same_bytes<AdamTensor>([&] { return AdamTensor{f, f, f, f, w, q, f, f, f, 70000, 0.1f}; });
   expect_same_bytes<SquareSumTensor>([&] { return SquareSumTensor{f, 70000}; });
   expect_same_bytes<CastTensor>([&] { return CastTensor{f, w, 70000, nullptr}; });
 }
