@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "column_reduce.hpp"
+#include "fp8_transpose.hpp"
 #include "layer_norm_fp8.cuh"
 #include "layer_norm_row.cuh"
 #include "ptdp/checked_call_cuda.hpp"
@@ -30,46 +31,26 @@ __global__ void layer_norm_forward_kernel(const act_t* __restrict__ x, const flo
   store_row_stats(stats, r, lane, mean_out, rstd_out);
 }
 
-// Row r of x into the lanes' registers (HeldRow's order), each lane issuing all its loads of the
-// row at once; copied to `copy` where given.
-struct InputRow {
-  const act_t* __restrict__ x;
-  act_t* __restrict__ copy;
-  template <int N>
-  __device__ __forceinline__ void operator()(int64_t r, int lane, HeldRow<N>& row) const {
-    constexpr int64_t cols = 256 * N;
-#pragma unroll
-    for (int i = 0; i < N; ++i) row.raw[i] = *reinterpret_cast<const uint4*>(x + r * cols + lane * 8 + i * 256);
-    if (copy) {
-#pragma unroll
-      for (int i = 0; i < N; ++i) *reinterpret_cast<uint4*>(copy + r * cols + lane * 8 + i * 256) = row.raw[i];
-    }
-  }
-};
-
-// The row held in registers (layer_norm_row.cuh).
-template <int N>
+// The row held in registers (layer_norm_row.cuh): each lane issues all its loads of the row at
+// once. Rows: ActRows or, for an FP8 output, Fp8Rows.
+template <int N, class Rows>
 __global__ void layer_norm_forward_held_kernel(const act_t* __restrict__ x, const float* __restrict__ gamma,
-                                               const float* __restrict__ beta, act_t* __restrict__ y,
-                                               act_t* __restrict__ copy, float* __restrict__ mean_out,
-                                               float* __restrict__ rstd_out, int64_t rows, float eps) {
+                                               const float* __restrict__ beta, Rows y, act_t* __restrict__ copy,
+                                               float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                               int64_t rows, float eps) {
   constexpr int64_t cols = 256 * N;
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= rows) return;
   HeldRow<N> row;
-  InputRow{x, copy}(r, lane, row);
-  const RowStats stats = layer_norm_held_row<N>(row, gamma, beta, ActRowStore{y + r * cols}, cols, eps, lane);
+#pragma unroll
+  for (int i = 0; i < N; ++i) row.raw[i] = *reinterpret_cast<const uint4*>(x + r * cols + lane * 8 + i * 256);
+  if (copy) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) *reinterpret_cast<uint4*>(copy + r * cols + lane * 8 + i * 256) = row.raw[i];
+  }
+  const RowStats stats = y.template normalize<N>(row, r, gamma, beta, eps, lane);
   store_row_stats(stats, r, lane, mean_out, rstd_out);
-}
-
-// The same with the output in FP8 (layer_norm_fp8.cuh): kFp8LayerNormRows rows a block.
-template <int N>
-__global__ void __launch_bounds__(kFp8LayerNormWarps * 32)
-    layer_norm_forward_fp8_kernel(const act_t* __restrict__ x, const float* __restrict__ gamma,
-                                  const float* __restrict__ beta, LayerNormFp8Out y, act_t* __restrict__ copy,
-                                  float* __restrict__ mean_out, float* __restrict__ rstd_out, int64_t rows, float eps) {
-  layer_norm_fp8_rows<N>(InputRow{x, copy}, gamma, beta, y, mean_out, rstd_out, rows, eps);
 }
 
 template <int VEC>
@@ -347,8 +328,8 @@ void layer_norm_forward(const act_t* x, const float* gamma, const float* beta, a
   const unsigned blocks = blocks_for(rows, kWarpsPerBlock);
   const int threads = kWarpsPerBlock * 32;
   const bool held = dispatch_held_row(cols, [&](auto n) {
-    layer_norm_forward_held_kernel<decltype(n)::value>
-        <<<blocks, threads, 0, ctx.stream>>>(x, gamma, beta, y, copy, mean, rstd, rows, eps);
+    layer_norm_forward_held_kernel<decltype(n)::value, ActRows>
+        <<<blocks, threads, 0, ctx.stream>>>(x, gamma, beta, ActRows{y}, copy, mean, rstd, rows, eps);
   });
   if (!held && row_vector_width(cols) == 8)
     layer_norm_forward_kernel<8><<<blocks, threads, 0, ctx.stream>>>(x, gamma, beta, y, copy, mean, rstd, rows, cols,
@@ -359,9 +340,7 @@ void layer_norm_forward(const act_t* x, const float* gamma, const float* beta, a
   PTDP_LAUNCH_CHECK(layer_norm_forward_kernel);
 }
 
-bool layer_norm_fp8_fits(int64_t rows, int64_t cols) {
-  return held_row_vectors(cols) > 0 && rows % kFp8LayerNormRows == 0;
-}
+bool layer_norm_fp8_fits(int64_t rows, int64_t cols) { return held_row_vectors(cols) > 0 && rows % 16 == 0; }
 
 void layer_norm_forward_fp8(const act_t* x, const float* gamma, const float* beta, const LayerNormFp8Out& y,
                             float* mean, float* rstd, int64_t rows, int64_t cols, float eps, const KernelContext& ctx,
@@ -370,10 +349,13 @@ void layer_norm_forward_fp8(const act_t* x, const float* gamma, const float* bet
   if (!layer_norm_fp8_fits(rows, cols))
     throw Error("kernels-fused: LayerNorm with an FP8 output over " + std::to_string(rows) + " x " +
                 std::to_string(cols) + " (rows a multiple of 16, columns a multiple of 256 up to 4096)");
-  launch_fp8_layer_norm(
-      rows, cols, ctx.stream, [](auto n) { return layer_norm_forward_fp8_kernel<decltype(n)::value>; }, x, gamma, beta,
-      y, copy, mean, rstd, rows, eps);
-  PTDP_LAUNCH_CHECK(layer_norm_forward_fp8_kernel);
+  dispatch_held_row(cols, [&](auto n) {
+    layer_norm_forward_held_kernel<decltype(n)::value, Fp8Rows><<<blocks_for(rows, kWarpsPerBlock), kWarpsPerBlock * 32,
+                                                                  0, ctx.stream>>>(x, gamma, beta, Fp8Rows{y}, copy,
+                                                                                   mean, rstd, rows, eps);
+  });
+  PTDP_LAUNCH_CHECK(layer_norm_forward_held_kernel<Fp8Rows>);
+  if (y.out_t) fp8_transpose(y.out, rows, cols, y.out_t, ctx);
 }
 
 void layer_norm_backward(const act_t* dy, const act_t* x, const float* gamma, const float* mean, const float* rstd,

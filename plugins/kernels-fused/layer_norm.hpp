@@ -16,8 +16,8 @@ void layer_norm_forward(const act_t* x, const float* gamma, const float* beta, a
                         int64_t rows, int64_t cols, float eps, const KernelContext& ctx, act_t* copy = nullptr);
 
 // LayerNorm's output as E4M3 under a given scale (the delayed recipe), written by the kernel that
-// normalizes it in place of the act_t output: as stored (out, may be null) and transposed (out_t,
-// [cols, rows], may be null), the bytes fp8_cast makes of the act_t output; *scale_inv = 1 /
+// normalizes it in place of the act_t output (out), then transposed from those bytes (out_t,
+// [cols, rows], may be null): the bytes fp8_cast makes of the act_t output; *scale_inv = 1 /
 // *scale, and *record (may be null) raised to the output's amax.
 struct LayerNormFp8Out {
   const float* scale = nullptr;
@@ -28,7 +28,7 @@ struct LayerNormFp8Out {
 };
 
 // Whether layer_norm_forward_fp8 (and bias_dropout_add_layer_norm_forward_fp8) take this shape:
-// rows held in registers (layer_norm_forward's), and a multiple of 16 rows.
+// rows held in registers (layer_norm_forward's), and a multiple of 16 rows (the transpose's).
 bool layer_norm_fp8_fits(int64_t rows, int64_t cols);
 
 // layer_norm_forward with its output as E4M3 (LayerNormFp8Out) instead of act_t.

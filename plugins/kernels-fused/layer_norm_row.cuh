@@ -85,6 +85,18 @@ __device__ __forceinline__ RowStats layer_norm_held_row(const HeldRow<N>& row, c
   return {mean, rstd};
 }
 
+// What a held-row kernel (layer_norm.cu, residual_layer_norm.cu) writes: the act_t output y. The
+// kernels take this or layer_norm_fp8.cuh's Fp8Rows, whose normalize() has the same form.
+struct ActRows {
+  act_t* y;
+  template <int N>
+  __device__ __forceinline__ RowStats normalize(const HeldRow<N>& row, int64_t r, const float* __restrict__ gamma,
+                                                const float* __restrict__ beta, float eps, int lane) const {
+    constexpr int64_t cols = 256 * N;
+    return layer_norm_held_row<N>(row, gamma, beta, ActRowStore{y + r * cols}, cols, eps, lane);
+  }
+};
+
 // The same over a row of any width, read three times; after the first pass it comes from cache.
 // copy, when not null, receives the row as read.
 template <int VEC>
